@@ -1,0 +1,238 @@
+//! Cgroups: one sandbox, one cgroup, with its memory, pids and CPU limits, and the usage it
+//! reports. Two backends, chosen by what the machine offers:
+//!
+//! - `v2`: the unified hierarchy. As root, under `/sys/fs/cgroup/polysandbox`; rootless, inside
+//!   a delegated subtree (the closest writable ancestor of our own cgroup that has controllers).
+//!   The child is started directly in its cgroup with `CLONE_INTO_CGROUP`.
+//! - `v1`: one directory per controller hierarchy (legacy and hybrid hosts), nested under the
+//!   cgroup polysandbox itself runs in, so an outer job's limits still hold. The child is
+//!   attached before it is released, so it never runs outside its cgroup.
+//!
+//! On a hybrid host (v1 controllers plus an empty cgroup2 tree) the v1 backend is used: the
+//! controllers are where the limits are. Where neither is usable (rootless on v1, no
+//! delegation) there is no cgroup, and the sandbox falls back to rlimits and its own watchdog.
+//!
+//! Each controller has its own file (memory, pids, cpu) that knows its v1 and v2 files.
+
+pub mod cpu;
+pub mod memory;
+pub mod pids;
+mod v1;
+mod v2;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What a sandbox asks of its cgroup.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+}
+
+/// What the cgroup measured.
+#[derive(Debug, Clone, Default)]
+pub struct Usage {
+    pub memory_peak: Option<u64>,
+    pub oom_kills: u64,
+    pub pids_limit_hits: u64,
+}
+
+/// Which hierarchy to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manager {
+    Auto,
+    V1,
+    V2,
+    None,
+}
+
+impl std::str::FromStr for Manager {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(Manager::Auto),
+            "v1" | "cgroupfs-v1" => Ok(Manager::V1),
+            "v2" | "cgroupfs-v2" => Ok(Manager::V2),
+            "none" | "disabled" => Ok(Manager::None),
+            _ => Err(format!("invalid cgroup manager '{s}': expected auto, v1, v2 or none")),
+        }
+    }
+}
+
+/// A live cgroup of one sandbox. Dropping it removes it.
+pub trait Group {
+    /// "cgroup v1" or "cgroup v2", for the usage record.
+    fn kind(&self) -> &'static str;
+    /// Which of the requested limits this group enforces.
+    fn enforces(&self) -> &Limits;
+    /// A directory fd for `CLONE_INTO_CGROUP`, where the backend supports it.
+    fn clone_into_fd(&self) -> Option<i32>;
+    /// Moves `pid` in (for backends that cannot start it there).
+    fn attach(&self, pid: i32) -> io::Result<()>;
+    fn usage(&self) -> Usage;
+    /// Kills every process still in the group and removes it.
+    fn destroy(&mut self);
+}
+
+/// Why no cgroup could be had, for the "not enforced by cgroup" note.
+#[derive(Debug)]
+pub struct Unavailable(pub String);
+
+/// Creates the cgroup for one sandbox, or says why none can be had.
+pub fn create(manager: Manager, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
+    let name = own_name();
+    let mounts = Mounts::read();
+    match manager {
+        Manager::None => Err(Unavailable("cgroups disabled (--cgroup-manager none)".into())),
+        Manager::V1 => v1::create(&mounts, &name, limits),
+        Manager::V2 => v2::create(&mounts, &name, limits),
+        // Hybrid and v1 hosts keep their controllers in v1; a v2 group there is used only when
+        // v1 is unusable (its limits then fall back per limit, see `Group::enforces`).
+        Manager::Auto if mounts.unified_is_root() => v2::create(&mounts, &name, limits),
+        Manager::Auto => v1::create(&mounts, &name, limits).or_else(|e1| v2::create(&mounts, &name, limits).map_err(|_| e1)),
+    }
+}
+
+/// Our cgroup's name: `ps-<pid>-<start time>`, so that a later run can tell a stale one (its
+/// owner was SIGKILLed) from a live one.
+fn own_name() -> String {
+    let pid = std::process::id();
+    format!("ps-{pid}-{}", start_time(pid).unwrap_or(0))
+}
+
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 2..];
+    after.split(' ').nth(19)?.parse().ok()
+}
+
+/// Removes the cgroups of polysandbox processes that no longer exist (SIGKILLed before they
+/// could clean up). Live ones are left alone.
+pub(crate) fn sweep_stale(parent: &Path) {
+    let Ok(entries) = fs::read_dir(parent) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let mut parts = name.strip_prefix("ps-").unwrap_or("").split('-');
+        let (Some(Ok(pid)), Some(Ok(start))) =
+            (parts.next().map(str::parse::<u32>), parts.next().map(str::parse::<u64>))
+        else {
+            continue;
+        };
+        if start_time(pid) == Some(start) {
+            continue;
+        }
+        kill_and_remove(&e.path());
+    }
+}
+
+/// SIGKILLs every process listed in `dir/cgroup.procs`, then removes `dir`, retrying while the
+/// processes die.
+pub(crate) fn kill_and_remove(dir: &Path) {
+    for _ in 0..200 {
+        if fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return;
+        }
+        if let Ok(procs) = fs::read_to_string(dir.join("cgroup.procs")) {
+            for p in procs.lines().filter_map(|l| l.trim().parse::<i32>().ok()) {
+                // SAFETY: plain kill(2).
+                unsafe { libc::kill(p, libc::SIGKILL) };
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
+/// The cgroup mounts and our own place in each hierarchy.
+pub(crate) struct Mounts {
+    /// (mount point, controllers) of each v1 hierarchy.
+    v1: Vec<(PathBuf, Vec<String>)>,
+    /// The cgroup2 mount point, if any.
+    v2: Option<PathBuf>,
+    /// /proc/self/cgroup: (hierarchy controllers, path)
+    own: Vec<(String, String)>,
+}
+
+impl Mounts {
+    fn read() -> Mounts {
+        let mut m = Mounts { v1: Vec::new(), v2: None, own: Vec::new() };
+        if let Ok(info) = fs::read_to_string("/proc/self/mountinfo") {
+            for line in info.lines() {
+                let Some((pre, post)) = line.split_once(" - ") else { continue };
+                let mut post = post.split(' ');
+                let fstype = post.next().unwrap_or("");
+                let _source = post.next();
+                let opts = post.next().unwrap_or("");
+                let mountpoint = pre.split(' ').nth(4).unwrap_or("");
+                match fstype {
+                    "cgroup2" if m.v2.is_none() => m.v2 = Some(PathBuf::from(mountpoint)),
+                    "cgroup" => {
+                        let ctrls = opts
+                            .split(',')
+                            .filter(|o| matches!(*o, "memory" | "pids" | "cpu" | "cpuacct" | "cpuset"))
+                            .map(String::from)
+                            .collect::<Vec<_>>();
+                        if !ctrls.is_empty() {
+                            m.v1.push((PathBuf::from(mountpoint), ctrls));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Ok(own) = fs::read_to_string("/proc/self/cgroup") {
+            for line in own.lines() {
+                let mut it = line.splitn(3, ':');
+                let (_, ctrls, path) = (it.next(), it.next().unwrap_or(""), it.next().unwrap_or("/"));
+                m.own.push((ctrls.to_string(), path.to_string()));
+            }
+        }
+        m
+    }
+
+    /// A pure v2 host: cgroup2 is mounted at /sys/fs/cgroup and no v1 controllers are.
+    fn unified_is_root(&self) -> bool {
+        self.v1.is_empty() && self.v2.is_some()
+    }
+
+    /// The v1 hierarchy (mount point, our path in it) that carries `controller`.
+    fn v1_for(&self, controller: &str) -> Option<(PathBuf, String)> {
+        let (mp, _) = self.v1.iter().find(|(_, c)| c.iter().any(|c| c == controller))?;
+        let path = self
+            .own
+            .iter()
+            .find(|(c, _)| c.split(',').any(|c| c == controller))
+            .map(|(_, p)| p.clone())
+            .unwrap_or_else(|| "/".into());
+        Some((mp.clone(), path))
+    }
+
+    /// Our path in the v2 hierarchy.
+    fn v2_own(&self) -> Option<(PathBuf, String)> {
+        let mp = self.v2.clone()?;
+        let path = self.own.iter().find(|(c, _)| c.is_empty()).map(|(_, p)| p.clone())?;
+        Some((mp, path))
+    }
+}
+
+/// Writes a cgroup control file.
+pub(crate) fn write(dir: &Path, file: &str, value: &str) -> io::Result<()> {
+    fs::write(dir.join(file), value)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.join(file).display())))
+}
+
+/// Reads `key value` lines of a cgroup stat file.
+pub(crate) fn read_key(dir: &Path, file: &str, key: &str) -> Option<u64> {
+    let s = fs::read_to_string(dir.join(file)).ok()?;
+    s.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+pub(crate) fn read_u64(dir: &Path, file: &str) -> Option<u64> {
+    fs::read_to_string(dir.join(file)).ok()?.trim().parse().ok()
+}

@@ -1,0 +1,106 @@
+//! The cgroup v1 backend: a directory per controller hierarchy, under our own cgroup in each,
+//! in a `polysandbox` subdirectory.
+
+use super::{cpu, kill_and_remove, memory, pids, sweep_stale, Group, Limits, Mounts, Unavailable, Usage};
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+pub struct V1Group {
+    memory: Option<PathBuf>,
+    pids: Option<PathBuf>,
+    cpu: Option<PathBuf>,
+    enforces: Limits,
+}
+
+fn make_dir(mounts: &Mounts, controller: &str, name: &str) -> Result<PathBuf, Unavailable> {
+    let (mp, own) = mounts
+        .v1_for(controller)
+        .ok_or_else(|| Unavailable(format!("no cgroup v1 {controller} hierarchy is mounted")))?;
+    let parent = mp.join(own.trim_start_matches('/')).join("polysandbox");
+    if !parent.is_dir() {
+        fs::create_dir_all(&parent).map_err(|e| Unavailable(no_write(&parent, e)))?;
+    } else {
+        sweep_stale(&parent);
+    }
+    let dir = parent.join(name);
+    fs::create_dir(&dir).map_err(|e| Unavailable(no_write(&dir, e)))?;
+    Ok(dir)
+}
+
+fn no_write(p: &std::path::Path, e: io::Error) -> String {
+    if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS) {
+        format!("cgroup v1 is not writable for this user ({}: {e})", p.display())
+    } else {
+        format!("cannot create {}: {e}", p.display())
+    }
+}
+
+pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
+    let mut g = V1Group { memory: None, pids: None, cpu: None, enforces: Limits::default() };
+    // The memory cgroup is always made: it measures peak memory and OOM kills.
+    let dir = make_dir(mounts, "memory", name)?;
+    g.memory = Some(dir.clone());
+    if let Some(m) = limits.memory {
+        memory::set_v1(&dir, m).map_err(|e| fail(&mut g, e))?;
+        g.enforces.memory = Some(m);
+    }
+    if let Some(p) = limits.pids {
+        let dir = make_dir(mounts, "pids", name).map_err(|e| fail(&mut g, e.0))?;
+        g.pids = Some(dir.clone());
+        pids::set(&dir, p).map_err(|e| fail(&mut g, e))?;
+        g.enforces.pids = Some(p);
+    }
+    if let Some(c) = limits.cpus {
+        let dir = make_dir(mounts, "cpu", name).map_err(|e| fail(&mut g, e.0))?;
+        g.cpu = Some(dir.clone());
+        cpu::set_v1(&dir, c).map_err(|e| fail(&mut g, e))?;
+        g.enforces.cpus = Some(c);
+    }
+    Ok(Box::new(g))
+}
+
+fn fail(g: &mut V1Group, e: impl std::fmt::Display) -> Unavailable {
+    g.destroy();
+    Unavailable(e.to_string())
+}
+
+impl V1Group {
+    fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
+        self.memory.iter().chain(self.pids.iter()).chain(self.cpu.iter())
+    }
+}
+
+impl Group for V1Group {
+    fn kind(&self) -> &'static str {
+        "cgroup v1"
+    }
+    fn enforces(&self) -> &Limits {
+        &self.enforces
+    }
+    fn clone_into_fd(&self) -> Option<i32> {
+        None
+    }
+    fn attach(&self, pid: i32) -> io::Result<()> {
+        for d in self.dirs() {
+            super::write(d, "cgroup.procs", &pid.to_string())?;
+        }
+        Ok(())
+    }
+    fn usage(&self) -> Usage {
+        let (memory_peak, oom_kills) = self.memory.as_deref().map(memory::usage_v1).unwrap_or((None, 0));
+        let pids_limit_hits = self.pids.as_deref().map(pids::limit_hits).unwrap_or(0);
+        Usage { memory_peak, oom_kills, pids_limit_hits }
+    }
+    fn destroy(&mut self) {
+        for d in [self.memory.take(), self.pids.take(), self.cpu.take()].into_iter().flatten() {
+            kill_and_remove(&d);
+        }
+    }
+}
+
+impl Drop for V1Group {
+    fn drop(&mut self) {
+        self.destroy();
+    }
+}

@@ -1,0 +1,39 @@
+//! The command line: a thin layer over the library, one file per subcommand.
+
+mod run;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "polysandbox", version, about = "Rootless, resource-limited, measured sandboxes for running test suites", long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a command in a fresh sandbox on a root filesystem.
+    Run(run::RunArgs),
+}
+
+/// Parses the command line, runs the subcommand, returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { crate::sandbox::exit::ERROR } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.command {
+        Command::Run(args) => run::main(args),
+    }
+}
+
+/// Prints one error line, the way every subcommand reports its own failures.
+pub(crate) fn error(msg: impl std::fmt::Display) -> i32 {
+    eprintln!("polysandbox: error: {msg}");
+    crate::sandbox::exit::ERROR
+}

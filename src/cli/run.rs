@@ -1,0 +1,221 @@
+//! `polysandbox run`: options shaped after podman's where podman has them.
+
+use crate::cgroups::Manager;
+use crate::sandbox::{self, Bind, Network, Seccomp, Spec, Tmpfs};
+use crate::units;
+use clap::Args;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+Exit status: the command's own; 128+N when signal N ended it; and
+  120  --output-limit exceeded        124  --timeout (wall clock) expired
+  121  --cpu-time exceeded            125  polysandbox itself failed
+  122  killed for exceeding --memory  126  command cannot be executed
+                                      127  command not found";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct RunArgs {
+    /// Root filesystem directory (used read-only; writes go to a discarded overlay).
+    #[arg(long, value_name = "DIR")]
+    rootfs: Option<PathBuf>,
+    /// Set an environment variable (K=V), or pass K from the caller's environment.
+    #[arg(short = 'e', long = "env", value_name = "K=V")]
+    env: Vec<String>,
+    /// Working directory inside the sandbox (created if missing).
+    #[arg(short = 'w', long = "workdir", value_name = "DIR", default_value = "/")]
+    workdir: String,
+    /// Bind mount HOST:CTR[:ro|rw].
+    #[arg(short = 'v', long = "volume", value_name = "HOST:CTR[:ro]")]
+    volumes: Vec<String>,
+    /// Hostname inside the sandbox.
+    #[arg(long, default_value = "sandbox")]
+    hostname: String,
+    /// none: a network namespace with only loopback; host: the host's network.
+    #[arg(long, default_value = "none", value_parser = ["none", "host"])]
+    network: String,
+    /// Mount a tmpfs at PATH, optionally PATH:size=N.
+    #[arg(long, value_name = "PATH[:size=N]")]
+    tmpfs: Vec<String>,
+    /// CPU limit, e.g. 1.5.
+    #[arg(long, value_parser = units::parse_cpus)]
+    cpus: Option<f64>,
+    /// Memory limit, no swap, e.g. 512M.
+    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    memory: Option<u64>,
+    /// Most processes and threads at once.
+    #[arg(long, value_parser = units::parse_count)]
+    pids: Option<u64>,
+    /// Wall-clock limit, e.g. 60s.
+    #[arg(long, value_parser = units::parse_duration)]
+    timeout: Option<Duration>,
+    /// CPU-time limit over all processes, e.g. 30s.
+    #[arg(long = "cpu-time", value_parser = units::parse_duration)]
+    cpu_time: Option<Duration>,
+    /// Size of the writable layer, e.g. 1G.
+    #[arg(long, value_parser = units::parse_size)]
+    disk: Option<u64>,
+    /// Cap on stdout+stderr together, e.g. 1M.
+    #[arg(long = "output-limit", value_parser = units::parse_size)]
+    output_limit: Option<u64>,
+    /// Most open files per process.
+    #[arg(long, value_parser = units::parse_count)]
+    nofile: Option<u64>,
+    /// Write the usage record (JSON) to FILE.
+    #[arg(long = "stats-json", value_name = "FILE")]
+    stats_json: Option<PathBuf>,
+    /// Seccomp profile (Docker's JSON format), or "unconfined".
+    #[arg(long, value_name = "FILE|unconfined")]
+    seccomp: Option<String>,
+    /// Which cgroup hierarchy to use.
+    #[arg(long = "cgroup-manager", default_value = "auto", value_parser = |s: &str| s.parse::<Manager>())]
+    cgroup_manager: Manager,
+    /// UID[:GID] to run the command as, inside the sandbox.
+    #[arg(short = 'u', long)]
+    user: Option<String>,
+    /// Do not print the note about limits held without a cgroup.
+    #[arg(short = 'q', long)]
+    quiet: bool,
+    /// [IMAGE] CMD [ARGS...] (IMAGE only without --rootfs).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    args: Vec<String>,
+}
+
+pub fn main(a: RunArgs) -> i32 {
+    let spec = match to_spec(a.rootfs.clone(), &a) {
+        Ok(s) => s,
+        Err(e) => return super::error(e),
+    };
+    let report = match sandbox::run(&spec) {
+        Ok(r) => r,
+        Err(e) => return super::error(e),
+    };
+    if !a.quiet {
+        note_fallbacks(&report);
+    }
+    if let Some(path) = &a.stats_json {
+        let json = serde_json::to_string_pretty(&report).expect("report serialises");
+        if let Err(e) = std::fs::write(path, json + "\n") {
+            return super::error(format!("--stats-json {}: {e}", path.display()));
+        }
+    }
+    report.polysandbox_exit_code
+}
+
+/// Says, once, which requested limits are held without a cgroup, and how.
+fn note_fallbacks(r: &sandbox::Report) {
+    let held: Vec<String> = r
+        .limits
+        .iter()
+        .filter(|(k, v)| matches!(k.as_str(), "memory" | "pids" | "cpus") && !v.enforced_by.starts_with("cgroup"))
+        .map(|(k, v)| format!("--{k} by {}", v.enforced_by))
+        .collect();
+    if !held.is_empty() {
+        let why = r.cgroup_unavailable.as_deref().unwrap_or("the cgroup lacks those controllers");
+        eprintln!("polysandbox: note: no cgroup for these limits ({why}); holding {}", held.join(", "));
+    }
+}
+
+fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Spec, String> {
+    let Some(rootfs) = rootfs else {
+        return Err(match a.args.first() {
+            Some(image) => format!("running an image ('{image}') is not available yet: unpack it and use --rootfs DIR"),
+            None => "no root filesystem: use --rootfs DIR".into(),
+        });
+    };
+    let mut spec = Spec::new(rootfs, a.args.clone());
+    spec.workdir = a.workdir.clone();
+    spec.hostname = a.hostname.clone();
+    spec.network = if a.network == "host" { Network::Host } else { Network::None };
+    spec.cgroup_manager = a.cgroup_manager;
+    spec.limits = sandbox::Limits {
+        memory: a.memory,
+        cpus: a.cpus,
+        pids: a.pids,
+        timeout: a.timeout,
+        cpu_time: a.cpu_time,
+        disk: a.disk,
+        output: a.output_limit,
+        nofile: a.nofile,
+    };
+    spec.env = default_env(&spec.hostname);
+    for e in &a.env {
+        let kv = match e.split_once('=') {
+            Some((k, _)) if k.is_empty() => return Err(format!("invalid -e '{e}': expected K=V")),
+            Some(_) => e.clone(),
+            None => match std::env::var(e) {
+                Ok(v) => format!("{e}={v}"),
+                Err(_) => continue,
+            },
+        };
+        let key = kv.split('=').next().unwrap_or("").to_string();
+        spec.env.retain(|x| x.split('=').next() != Some(key.as_str()));
+        spec.env.push(kv);
+    }
+    for v in &a.volumes {
+        spec.binds.push(parse_volume(v)?);
+    }
+    for t in &a.tmpfs {
+        spec.tmpfs.push(parse_tmpfs(t)?);
+    }
+    spec.seccomp = match a.seccomp.as_deref() {
+        None => Seccomp::Default,
+        Some("unconfined") => Seccomp::Unconfined,
+        Some(path) => Seccomp::Profile(std::fs::read_to_string(path).map_err(|e| format!("--seccomp {path}: {e}"))?),
+    };
+    if let Some(u) = &a.user {
+        spec.user = parse_user(u)?;
+    }
+    Ok(spec)
+}
+
+fn default_env(hostname: &str) -> Vec<String> {
+    let mut env = vec![
+        "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
+        "HOME=/root".to_string(),
+        format!("HOSTNAME={hostname}"),
+        "container=polysandbox".to_string(),
+    ];
+    // SAFETY: isatty on fd 1.
+    if unsafe { libc::isatty(1) } == 1 {
+        env.push("TERM=xterm".into());
+    }
+    env
+}
+
+fn parse_volume(v: &str) -> Result<Bind, String> {
+    let parts: Vec<&str> = v.split(':').collect();
+    let (src, dst, ro) = match parts.as_slice() {
+        [s, d] => (*s, *d, false),
+        [s, d, "ro"] => (*s, *d, true),
+        [s, d, "rw"] => (*s, *d, false),
+        _ => return Err(format!("invalid -v '{v}': expected HOST:CTR[:ro|rw]")),
+    };
+    if src.is_empty() || dst.is_empty() {
+        return Err(format!("invalid -v '{v}': expected HOST:CTR[:ro|rw]"));
+    }
+    let source = std::fs::canonicalize(src).map_err(|e| format!("-v {v}: {src}: {e}"))?;
+    Ok(Bind { source, target: dst.to_string(), readonly: ro })
+}
+
+fn parse_tmpfs(t: &str) -> Result<Tmpfs, String> {
+    let (path, opts) = t.split_once(':').unwrap_or((t, ""));
+    let mut size = None;
+    for o in opts.split(',').filter(|o| !o.is_empty()) {
+        match o.split_once('=') {
+            Some(("size", s)) => size = Some(units::parse_size(s)?),
+            _ => return Err(format!("invalid --tmpfs '{t}': only size=N is supported")),
+        }
+    }
+    Ok(Tmpfs { target: path.to_string(), size })
+}
+
+fn parse_user(u: &str) -> Result<(u32, u32), String> {
+    let bad = || format!("invalid --user '{u}': expected UID[:GID] (numbers)");
+    let (a, b) = u.split_once(':').unwrap_or((u, ""));
+    let uid: u32 = a.parse().map_err(|_| bad())?;
+    let gid: u32 = if b.is_empty() { uid } else { b.parse().map_err(|_| bad())? };
+    Ok((uid, gid))
+}
+

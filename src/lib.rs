@@ -1,0 +1,12 @@
+//! polysandbox: run benchmark test suites in rootless, resource-limited, measured sandboxes.
+//!
+//! - [`sandbox`]: one command in its own namespaces, limits and usage record;
+//! - [`cgroups`]: the v1 and v2 backends, a file per controller;
+//! - [`seccomp`]: Docker-format profiles compiled to BPF;
+//! - [`cli`]: the command line, a file per subcommand.
+
+pub mod cgroups;
+pub mod cli;
+pub mod sandbox;
+pub mod seccomp;
+pub mod units;

@@ -1,0 +1,81 @@
+//! User namespace id maps, and idmapped mounts for root.
+//!
+//! Rootless: the sandbox's uid 0 is the caller's uid, gid 0 the caller's gid (one id each,
+//! as bubblewrap does); files the caller owns appear owned by root inside.
+//!
+//! Root: the sandbox's ids 0..65536 are an unprivileged host range (the `polysandbox` entry of
+//! /etc/subuid and /etc/subgid, else 1610612736..+65536), so that nothing inside is ever host
+//! uid 0. The rootfs and bind mounts are idmapped mounts of the same mapping, so root-owned
+//! files appear owned by the sandbox's root without being chowned.
+
+use super::{sys, Error};
+use std::os::fd::{OwnedFd, RawFd};
+use std::path::Path;
+
+pub const ROOT_DEFAULT_BASE: u32 = 0x6000_0000;
+pub const RANGE: u32 = 65536;
+
+/// The host id range for sandboxes started by root: `polysandbox:START:COUNT` in `file`.
+fn range_from(file: &str) -> u32 {
+    std::fs::read_to_string(file)
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                let mut it = l.split(':');
+                (it.next()? == "polysandbox").then_some(())?;
+                let start: u32 = it.next()?.parse().ok()?;
+                let count: u32 = it.next()?.parse().ok()?;
+                (count >= RANGE && start > 0).then_some(start)
+            })
+        })
+        .unwrap_or(ROOT_DEFAULT_BASE)
+}
+
+pub fn write_maps(pid: i32, rootless: bool) -> Result<(), Error> {
+    if rootless {
+        // SAFETY: getters cannot fail.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        sys::write_file(&format!("/proc/{pid}/uid_map"), &format!("0 {uid} 1"))?;
+        sys::write_file(&format!("/proc/{pid}/setgroups"), "deny")?;
+        sys::write_file(&format!("/proc/{pid}/gid_map"), &format!("0 {gid} 1"))?;
+    } else {
+        let (u, g) = (range_from("/etc/subuid"), range_from("/etc/subgid"));
+        sys::write_file(&format!("/proc/{pid}/uid_map"), &format!("0 {u} {RANGE}"))?;
+        sys::write_file(&format!("/proc/{pid}/gid_map"), &format!("0 {g} {RANGE}"))?;
+    }
+    Ok(())
+}
+
+/// A detached copy of the tree at `path`, idmapped through `userns` (and read-only if asked).
+pub fn idmapped_tree(path: &Path, readonly: bool, userns: RawFd) -> Result<OwnedFd, Error> {
+    let what = path.display().to_string();
+    let tree = sys::open_tree(libc::AT_FDCWD, &sys::cpath(path), &what)?;
+    let mut set = sys::MOUNT_ATTR_IDMAP;
+    if readonly {
+        set |= sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
+    }
+    use std::os::fd::AsRawFd;
+    sys::mount_setattr(tree.as_raw_fd(), set, Some(userns), &what).map_err(|e| {
+        Error(format!("{e} (idmapped mounts need Linux 5.12 and a filesystem that supports them; run polysandbox as an ordinary user instead)"))
+    })?;
+    Ok(tree)
+}
+
+/// Turns a clone3 failure into the sentence the user needs.
+pub fn explain_clone_failure(e: std::io::Error) -> String {
+    let read = |p: &str| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    if read("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
+        return "user namespaces are disabled: sysctl user.max_user_namespaces is 0 (set it to e.g. 15000)".into();
+    }
+    if read("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
+        return "unprivileged user namespaces are disabled: sysctl kernel.unprivileged_userns_clone is 0 (set it to 1)".into();
+    }
+    if read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns").as_deref() == Some("1") {
+        return "AppArmor restricts unprivileged user namespaces: sysctl kernel.apparmor_restrict_unprivileged_userns is 1 (set it to 0, or give polysandbox an AppArmor profile with 'userns,')".into();
+    }
+    match e.raw_os_error() {
+        Some(libc::ENOSYS) => "clone3 is not supported: polysandbox needs Linux 5.7 or later".into(),
+        Some(libc::ENOSPC) => "cannot create the sandbox's namespaces: a namespace limit was reached (see /proc/sys/user/max_*_namespaces)".into(),
+        _ => format!("cannot create the sandbox's namespaces: {e}"),
+    }
+}

@@ -1,0 +1,442 @@
+//! The init (pid 1 of the sandbox) and the command it starts.
+//!
+//! The init's steps, in order: die with the supervisor; wait for its go (and the mount trees);
+//! become root of the user namespace; enter a new cgroup namespace; build the filesystem and
+//! pivot into it; become undumpable (so nothing inside can reach /proc/1/exe, our host binary,
+//! or our fds); fork the command; then reap, forward the supervisor's signals, run the
+//! watchdogs, and report how the command ended.
+
+use super::{exit, mounts, sys, Plan};
+use serde::{Deserialize, Serialize};
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// What the init tells the supervisor, once, as JSON.
+#[derive(Debug, Serialize, Deserialize, Default, Clone)]
+pub struct InitReport {
+    /// Setup failed: why. The command never ran.
+    pub error: Option<String>,
+    /// wait(2) status of the command.
+    pub status: Option<i32>,
+    /// A watchdog killed the sandbox: "memory", "cpu_time".
+    pub killed_by: Option<String>,
+    /// Largest sampled sum of RSS over the sandbox's processes (watchdog mode only).
+    pub rss_sum_peak: u64,
+    /// Most tasks seen at once (watchdog mode only).
+    pub tasks_peak: u64,
+    /// CPU seconds used, as the watchdog last saw them.
+    pub cpu_seconds: f64,
+    /// Bytes used and total of the writable layer.
+    pub disk_used: u64,
+    pub disk_total: u64,
+}
+
+fn send(sock: RawFd, r: &InitReport) {
+    let data = serde_json::to_vec(r).unwrap_or_default();
+    let _ = sys::send_msg(sock, &data, &[]);
+}
+
+/// The init's whole life. Never returns.
+pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
+    let sock_fd = sock.as_raw_fd();
+    let code = match setup_and_run(plan, sock_fd) {
+        Ok(report) => {
+            send(sock_fd, &report);
+            0
+        }
+        Err(msg) => {
+            send(sock_fd, &InitReport { error: Some(msg), ..Default::default() });
+            exit::ERROR
+        }
+    };
+    // SAFETY: _exit skips the supervisor's atexit handlers and buffers we share by copy.
+    unsafe { libc::_exit(code) }
+}
+
+fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
+    // Every signal stays pending until the wait loop takes it: a SIGCHLD that arrived
+    // unblocked would be discarded, and a fast command's exit lost.
+    // SAFETY: sigset operations on a local set; prctl with integer arguments.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_BLOCK, &all, std::ptr::null_mut());
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+    }
+    // The go message; EOF means the supervisor died before releasing us.
+    let trees = match sys::recv_msg(sock) {
+        Ok(Some((_, fds))) => fds,
+        // SAFETY: nothing to clean up yet.
+        _ => unsafe { libc::_exit(exit::ERROR) },
+    };
+    super::trace::step("init: go received");
+    // Become the namespace's root (as root-run, our host uid 0 is not mapped inside).
+    nix::unistd::setresgid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresgid: {e}"))?;
+    if !plan.rootless {
+        nix::unistd::setgroups(&[]).map_err(|e| format!("setgroups: {e}"))?;
+    }
+    nix::unistd::setresuid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresuid: {e}"))?;
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).map_err(|e| format!("unshare cgroup namespace: {e}"))?;
+
+    super::trace::step("init: ids set, cgroup ns entered");
+    let scratch = mounts::setup(plan.spec, &plan.rootfs, trees)?;
+    super::trace::step("init: root built and pivoted");
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+
+    let exec = ExecPlan::new(plan)?;
+    // SAFETY: the init is single-threaded; the child only runs `exec.run`, which execs or
+    // _exits.
+    let cmd = match unsafe { libc::fork() } {
+        -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => exec.run(plan, sock),
+        pid => pid,
+    };
+    super::trace::step("init: command forked");
+    let mut report = supervise(plan, cmd);
+    super::trace::step("init: command reaped");
+    if let Ok(st) = nix::sys::statfs::fstatfs(&scratch) {
+        let bs = st.block_size() as u64;
+        report.disk_total = st.blocks() * bs;
+        report.disk_used = (st.blocks() - st.blocks_free()) * bs;
+    }
+    Ok(report)
+}
+
+/// The wait loop: reap, forward, watch. Returns when the command has exited.
+fn supervise(plan: &Plan, cmd: i32) -> InitReport {
+    let mut report = InitReport::default();
+    let limits = &plan.spec.limits;
+    let mut watch = Watchdog::new(plan);
+    // SAFETY: sigset operations on a local set (all signals are blocked since the start).
+    let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
+    unsafe { libc::sigfillset(&mut all) };
+    let start = Instant::now();
+    loop {
+        // SAFETY: info is plain data the kernel fills.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let sig = if watch.active() {
+            let ts = libc::timespec { tv_sec: 0, tv_nsec: watch.interval(start.elapsed()).as_nanos() as i64 };
+            // SAFETY: valid set, info and timeout.
+            unsafe { libc::sigtimedwait(&all, &mut info, &ts) }
+        } else {
+            // SAFETY: valid set and info.
+            unsafe { libc::sigwaitinfo(&all, &mut info) }
+        };
+        if sig == libc::SIGCHLD {
+            if let Some(st) = reap(cmd) {
+                report.status = Some(st);
+                break;
+            }
+        } else if sig > 0 {
+            // Only the supervisor's signals (sent from outside: si_pid reads 0 here) are
+            // forwarded; processes inside cannot make the init signal anything.
+            // SAFETY: reading the sender pid of a signal we received.
+            if unsafe { info.si_pid() } == 0 {
+                // SAFETY: plain kill.
+                unsafe { libc::kill(cmd, sig) };
+            }
+        }
+        if watch.active() {
+            if let Some(reason) = watch.sample(limits) {
+                report.killed_by = Some(reason.into());
+                // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
+                unsafe { libc::kill(-1, libc::SIGKILL) };
+                loop {
+                    let mut st = 0;
+                    // SAFETY: plain wait.
+                    let r = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+                    if r == cmd {
+                        report.status = Some(st);
+                    }
+                    if r < 0 {
+                        break;
+                    }
+                }
+                break;
+            }
+        }
+    }
+    report.rss_sum_peak = watch.rss_peak;
+    report.tasks_peak = watch.tasks_peak;
+    report.cpu_seconds = watch.cpu_seconds;
+    report
+}
+
+/// Reaps every child that has exited; returns the command's status if it was among them.
+fn reap(cmd: i32) -> Option<i32> {
+    let mut found = None;
+    loop {
+        let mut st = 0;
+        // SAFETY: plain wait.
+        let r = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG | libc::__WALL) };
+        if r <= 0 {
+            return found;
+        }
+        if r == cmd {
+            found = Some(st);
+        }
+    }
+}
+
+/// Samples /proc (the sandbox's own) for the limits no cgroup holds, and for --cpu-time.
+struct Watchdog {
+    memory: Option<u64>,
+    cpu_time: Option<f64>,
+    pids: Option<u64>,
+    rss_peak: u64,
+    tasks_peak: u64,
+    cpu_seconds: f64,
+    tick: f64,
+    page: u64,
+}
+
+impl Watchdog {
+    fn new(plan: &Plan) -> Watchdog {
+        Watchdog {
+            memory: plan.fallbacks.memory_watchdog,
+            cpu_time: plan.spec.limits.cpu_time.map(|d| d.as_secs_f64()),
+            pids: plan.fallbacks.pids_rlimit,
+            rss_peak: 0,
+            tasks_peak: 0,
+            cpu_seconds: 0.0,
+            // SAFETY: sysconf cannot fail for these names.
+            tick: unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64,
+            page: unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64,
+        }
+    }
+    fn active(&self) -> bool {
+        self.memory.is_some() || self.cpu_time.is_some() || self.pids.is_some()
+    }
+    /// 5 ms for the first 100 ms (short runs), then 20 ms.
+    fn interval(&self, since: Duration) -> Duration {
+        if since < Duration::from_millis(100) {
+            Duration::from_millis(5)
+        } else {
+            Duration::from_millis(20)
+        }
+    }
+    /// Returns the limit that tripped, if any.
+    fn sample(&mut self, _limits: &super::Limits) -> Option<&'static str> {
+        let (mut rss, mut ticks, mut tasks) = (0u64, 0u64, 0u64);
+        if let Ok(dir) = std::fs::read_dir("/proc") {
+            for e in dir.flatten() {
+                let name = e.file_name();
+                let Some(pid) = name.to_str().and_then(|s| s.parse::<u32>().ok()) else { continue };
+                if pid == 1 {
+                    continue;
+                }
+                let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+                let Some(close) = stat.rfind(')') else { continue };
+                let f: Vec<&str> = stat[close + 2..].split(' ').collect();
+                let n = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+                // Fields after "(comm)": state=0, utime=11, stime=12, cutime=13, cstime=14,
+                // num_threads=17, rss=21.
+                ticks += n(11) + n(12) + n(13) + n(14);
+                tasks += n(17).max(1);
+                rss += n(21) * self.page;
+            }
+        }
+        // Processes the init reaped itself (orphans) count through its own children usage.
+        let own = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+            .map(|u| {
+                let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+                t(u.user_time()) + t(u.system_time())
+            })
+            .unwrap_or(0.0);
+        self.cpu_seconds = own + ticks as f64 / self.tick;
+        self.rss_peak = self.rss_peak.max(rss);
+        self.tasks_peak = self.tasks_peak.max(tasks + 1);
+        if self.cpu_time.is_some_and(|c| self.cpu_seconds >= c) {
+            return Some("cpu_time");
+        }
+        if self.memory.is_some_and(|m| rss > m) {
+            return Some("memory");
+        }
+        None
+    }
+}
+
+/// The command, prepared before the fork.
+struct ExecPlan {
+    candidates: Vec<CString>,
+    argv: Vec<CString>,
+    envp: Vec<CString>,
+    workdir: CString,
+    name: String,
+}
+
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+/// Docker's default capabilities, as numbers.
+const KEPT_CAPS: &[u32] = &[0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31];
+
+impl ExecPlan {
+    fn new(plan: &Plan) -> Result<ExecPlan, String> {
+        let spec = plan.spec;
+        let name = spec.argv[0].clone();
+        let path = spec
+            .env
+            .iter()
+            .find_map(|e| e.strip_prefix("PATH="))
+            .unwrap_or(DEFAULT_PATH)
+            .to_string();
+        let candidates: Vec<CString> = if name.contains('/') {
+            vec![sys::cstr(&name)]
+        } else {
+            path.split(':').filter(|d| !d.is_empty()).map(|d| sys::cstr(format!("{d}/{name}"))).collect()
+        };
+        Ok(ExecPlan {
+            candidates,
+            argv: spec.argv.iter().map(sys::cstr).collect(),
+            envp: spec.env.iter().map(sys::cstr).collect(),
+            workdir: sys::cstr(&spec.workdir),
+            name,
+        })
+    }
+
+    /// In the command's process: from init's child to the command. Never returns.
+    fn run(&self, plan: &Plan, sock: RawFd) -> ! {
+        let fail = |code: i32, msg: String| -> ! {
+            let line = format!("polysandbox: {msg}\n");
+            let _ = sys::write_all(2, line.as_bytes());
+            // SAFETY: leaving the child.
+            unsafe { libc::_exit(code) }
+        };
+        // SAFETY: everything below is plain syscalls in a single-threaded child.
+        unsafe {
+            libc::close(sock);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // A new session: the caller's terminal is not ours to push input into (TIOCSTI).
+            libc::setsid();
+            if let Some([out, err]) = plan.out_pipes {
+                libc::dup2(out, 1);
+                libc::dup2(err, 2);
+            }
+        }
+        let lim = &plan.spec.limits;
+        let set = |res, v: u64| {
+            let r = libc::rlimit { rlim_cur: v, rlim_max: v };
+            // SAFETY: plain setrlimit.
+            unsafe { libc::setrlimit(res, &r) }
+        };
+        if let Some(n) = lim.nofile {
+            if set(libc::RLIMIT_NOFILE, n) != 0 {
+                fail(exit::ERROR, format!("--nofile {n}: {}", std::io::Error::last_os_error()));
+            }
+        }
+        if let Some(n) = plan.fallbacks.pids_rlimit {
+            set(libc::RLIMIT_NPROC, n);
+        }
+        if let Some(cpus) = &plan.fallbacks.cpu_affinity {
+            let mut cs = nix::sched::CpuSet::new();
+            for &c in cpus {
+                let _ = cs.set(c);
+            }
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cs);
+        }
+        // SAFETY: valid C string.
+        if unsafe { libc::chdir(self.workdir.as_ptr()) } != 0 {
+            let e = std::io::Error::last_os_error();
+            let wd = self.workdir.to_string_lossy().into_owned();
+            if e.raw_os_error() != Some(libc::ENOENT) || std::fs::create_dir_all(&wd).is_err() || nix::unistd::chdir(wd.as_str()).is_err() {
+                fail(exit::ERROR, format!("working directory {wd}: {e}"));
+            }
+        }
+        let (uid, gid) = plan.spec.user;
+        if let Err(e) = drop_caps() {
+            fail(exit::ERROR, e);
+        }
+        if gid != 0 || uid != 0 {
+            if let Err(e) = nix::unistd::setresgid(gid.into(), gid.into(), gid.into()).and(nix::unistd::setresuid(uid.into(), uid.into(), uid.into())) {
+                fail(exit::ERROR, format!("cannot become uid {uid} gid {gid}: {e}"));
+            }
+        }
+        // SAFETY: prctl with integer arguments.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            fail(exit::ERROR, format!("no_new_privs: {}", std::io::Error::last_os_error()));
+        }
+        // Refuse to run our own host binary (reachable only as /proc/self/exe): its image must
+        // never be reachable, let alone writable, from inside (CVE-2019-5736).
+        for c in &self.candidates {
+            if let Ok(st) = nix::sys::stat::stat(c.as_c_str()) {
+                if (st.st_dev, st.st_ino) == plan.self_exe {
+                    fail(exit::CANNOT_EXEC, format!("{}: refusing to execute the polysandbox binary inside the sandbox", self.name));
+                }
+            }
+        }
+        // No fd of ours crosses into the command (CVE-2024-21626).
+        // SAFETY: close_range on our own fd table.
+        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+        if let Some(p) = &plan.seccomp {
+            if let Err(e) = p.install() {
+                fail(exit::ERROR, format!("seccomp: {e}"));
+            }
+        }
+        super::trace::step("command: exec");
+        let mut argv: Vec<*const libc::c_char> = self.argv.iter().map(|a| a.as_ptr()).collect();
+        argv.push(std::ptr::null());
+        let mut envp: Vec<*const libc::c_char> = self.envp.iter().map(|a| a.as_ptr()).collect();
+        envp.push(std::ptr::null());
+        let mut err = libc::ENOENT;
+        for c in &self.candidates {
+            // SAFETY: NULL-terminated arrays of valid C strings.
+            unsafe { libc::execve(c.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOENT);
+            // As execvp does: keep looking on ENOENT, remember EACCES.
+            if e != libc::ENOENT && e != libc::ENOTDIR {
+                err = e;
+                if e != libc::EACCES {
+                    break;
+                }
+            }
+        }
+        let what = std::io::Error::from_raw_os_error(err);
+        if err == libc::ENOENT {
+            fail(exit::NOT_FOUND, format!("{}: command not found", self.name));
+        }
+        fail(exit::CANNOT_EXEC, format!("{}: {what}", self.name))
+    }
+}
+
+/// Keeps Docker's default capabilities (in the sandbox's user namespace) and no others.
+fn drop_caps() -> Result<(), String> {
+    let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .unwrap_or(40);
+    for cap in 0..=last {
+        if !KEPT_CAPS.contains(&cap) {
+            // SAFETY: prctl with integer arguments.
+            if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+                return Err(format!("drop capability {cap}: {}", std::io::Error::last_os_error()));
+            }
+        }
+    }
+    let mask: u64 = KEPT_CAPS.iter().fold(0, |m, c| m | (1u64 << c));
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    let h = Header { version: 0x2008_0522, pid: 0 };
+    let lo = mask as u32;
+    let hi = (mask >> 32) as u32;
+    let d = [Data { effective: lo, permitted: lo, inheritable: lo }, Data { effective: hi, permitted: hi, inheritable: hi }];
+    // SAFETY: header and two data structs, as capset(2) v3 wants.
+    if unsafe { libc::syscall(libc::SYS_capset, &h as *const Header, d.as_ptr()) } != 0 {
+        return Err(format!("capset: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: prctl with integer arguments.
+    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    Ok(())
+}

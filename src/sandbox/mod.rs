@@ -1,0 +1,376 @@
+//! The sandbox: one command in fresh user, mount, pid, net, ipc, uts and cgroup namespaces, on
+//! a copy-on-write overlay of a root filesystem, with limits, seccomp and a usage record.
+//!
+//! Three processes take part:
+//! - the **supervisor** (this process, on the host): creates the cgroup, clones the init into
+//!   new namespaces, writes its id maps, hands it the (idmapped) mount trees, then watches the
+//!   wall clock, the output and signals until the init exits;
+//! - the **init** (pid 1 inside): builds the root filesystem, pivots into it, forks the command,
+//!   reaps, forwards signals, runs the CPU-time and fallback watchdogs, and reports how the
+//!   command ended. When it exits the kernel kills everything left in the pid namespace;
+//! - the **command**, exec'd by a child of the init after dropping capabilities, setting
+//!   rlimits, no_new_privs, closing every fd above 2 and loading the seccomp filter.
+//!
+//! [`run`] performs the supervisor's steps in order; `init.rs` the init's and the command's.
+
+mod idmap;
+mod init;
+mod monitor;
+mod mounts;
+pub mod report;
+mod sys;
+pub(crate) mod trace;
+
+use crate::cgroups::{self, Manager};
+use crate::seccomp;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+pub use report::Report;
+
+/// Exit statuses of `polysandbox run` besides the command's own (and 128+N for signal N).
+pub mod exit {
+    /// `--output-limit` was exceeded; the sandbox was killed.
+    pub const OUTPUT_LIMIT: i32 = 120;
+    /// `--cpu-time` was exceeded; the sandbox was killed.
+    pub const CPU_TIME: i32 = 121;
+    /// A process was killed for exceeding `--memory`.
+    pub const OOM: i32 = 122;
+    /// `--timeout` (wall clock) expired; the sandbox was killed.
+    pub const TIMEOUT: i32 = 124;
+    /// polysandbox itself failed: bad options, missing rootfs, a setup step refused.
+    pub const ERROR: i32 = 125;
+    /// The command exists but could not be executed.
+    pub const CANNOT_EXEC: i32 = 126;
+    /// The command was not found.
+    pub const NOT_FOUND: i32 = 127;
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// A network namespace of its own with only loopback, up.
+    None,
+    /// The host's network namespace.
+    Host,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bind {
+    pub source: PathBuf,
+    pub target: String,
+    pub readonly: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tmpfs {
+    pub target: String,
+    pub size: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Seccomp {
+    Default,
+    Unconfined,
+    Profile(String),
+}
+
+/// Resource limits. `None` means not limited.
+#[derive(Debug, Clone, Default)]
+pub struct Limits {
+    pub memory: Option<u64>,
+    pub cpus: Option<f64>,
+    pub pids: Option<u64>,
+    pub timeout: Option<Duration>,
+    pub cpu_time: Option<Duration>,
+    pub disk: Option<u64>,
+    pub output: Option<u64>,
+    pub nofile: Option<u64>,
+}
+
+/// Everything one sandboxed run needs.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub rootfs: PathBuf,
+    pub argv: Vec<String>,
+    pub env: Vec<String>,
+    pub workdir: String,
+    pub hostname: String,
+    pub network: Network,
+    pub binds: Vec<Bind>,
+    pub tmpfs: Vec<Tmpfs>,
+    pub limits: Limits,
+    pub seccomp: Seccomp,
+    pub cgroup_manager: Manager,
+    /// uid and gid inside the sandbox.
+    pub user: (u32, u32),
+}
+
+impl Spec {
+    pub fn new(rootfs: PathBuf, argv: Vec<String>) -> Spec {
+        Spec {
+            rootfs,
+            argv,
+            env: Vec::new(),
+            workdir: "/".into(),
+            hostname: "sandbox".into(),
+            network: Network::None,
+            binds: Vec::new(),
+            tmpfs: Vec::new(),
+            limits: Limits::default(),
+            seccomp: Seccomp::Default,
+            cgroup_manager: Manager::Auto,
+            user: (0, 0),
+        }
+    }
+}
+
+/// An error of polysandbox itself (not of the command): one line for the user.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error(s)
+    }
+}
+
+/// How each limit that cannot have a cgroup is held anyway.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Fallbacks {
+    /// Kill the sandbox when the sum of its processes' RSS passes this.
+    pub memory_watchdog: Option<u64>,
+    /// RLIMIT_NPROC in the sandbox's user namespace.
+    pub pids_rlimit: Option<u64>,
+    /// CPUs to pin the command to.
+    pub cpu_affinity: Option<Vec<usize>>,
+}
+
+/// What the init needs, prepared by the supervisor before the clone (so nothing in the child
+/// can fail on parsing).
+pub(crate) struct Plan<'a> {
+    pub spec: &'a Spec,
+    pub rootfs: std::ffi::CString,
+    pub rootless: bool,
+    pub seccomp: Option<seccomp::Program>,
+    pub fallbacks: Fallbacks,
+    pub self_exe: (u64, u64),
+    /// Write ends of the stdout and stderr pipes when the output is counted.
+    pub out_pipes: Option<[i32; 2]>,
+}
+
+/// Runs `spec` to completion and reports what happened.
+pub fn run(spec: &Spec) -> Result<Report, Error> {
+    let started = Instant::now();
+    trace::init();
+    trace::step("start");
+
+    // 1. Validate what the user gave, before anything is created.
+    let rootfs = validate(spec)?;
+    // SAFETY: geteuid cannot fail.
+    let rootless = unsafe { libc::geteuid() } != 0;
+
+    // 2. Compile the seccomp filter (a bad profile is the user's error, reported now).
+    let seccomp = match &spec.seccomp {
+        Seccomp::Unconfined => None,
+        Seccomp::Default => Some(seccomp::compile(seccomp::DEFAULT_PROFILE, seccomp::Arch::native())?),
+        Seccomp::Profile(json) => Some(seccomp::compile(json, seccomp::Arch::native())?),
+    };
+
+    trace::step("validated, seccomp compiled");
+    // 3. A cgroup for the limits and the measurements; what it cannot hold falls back.
+    let cg_limits = cgroups::Limits { memory: spec.limits.memory, cpus: spec.limits.cpus, pids: spec.limits.pids };
+    let (mut cgroup, cgroup_note) = match cgroups::create(spec.cgroup_manager, &cg_limits) {
+        Ok(g) => (Some(g), None),
+        Err(why) => (None, Some(why.0)),
+    };
+    let held = cgroup.as_ref().map(|g| g.enforces().clone()).unwrap_or_default();
+    let fallbacks = Fallbacks {
+        memory_watchdog: spec.limits.memory.filter(|_| held.memory.is_none()),
+        pids_rlimit: spec.limits.pids.filter(|_| held.pids.is_none()),
+        cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
+    };
+
+    trace::step("cgroup ready");
+    // 4. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
+    let (sup_sock, init_sock) = socketpair()?;
+    let (out_read, out_write) = match spec.limits.output {
+        Some(_) => {
+            let (r, w) = pipes()?;
+            (Some(r), Some(w))
+        }
+        None => (None, None),
+    };
+    let plan = Plan {
+        spec,
+        rootfs: sys::cpath(&rootfs),
+        rootless,
+        seccomp,
+        fallbacks: fallbacks.clone(),
+        self_exe: self_exe_id(),
+        out_pipes: out_write.as_ref().map(|w| [w[0].as_raw_fd(), w[1].as_raw_fd()]),
+    };
+
+    // 5. Signals the supervisor handles come through a signalfd; block them before the clone
+    //    so none is lost (the init inherits the mask and waits for them itself).
+    let sigfd = monitor::SignalFd::new()?;
+
+    // 6. Clone the init into its namespaces (in its cgroup already where v2 allows).
+    let mut flags = (libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) as u64;
+    if spec.network == Network::None {
+        flags |= libc::CLONE_NEWNET as u64;
+    }
+    let cg_fd = cgroup.as_ref().and_then(|g| g.clone_into_fd());
+    let (pid, pidfd) = match sys::clone3(flags, cg_fd) {
+        Ok((0, _)) => {
+            drop(sup_sock);
+            init::main(&plan, init_sock)
+        }
+        Ok((pid, Some(pidfd))) => (pid, pidfd),
+        Ok((_, None)) => return Err(Error("clone3 returned no pidfd".into())),
+        Err(e) => return Err(Error(idmap::explain_clone_failure(e))),
+    };
+    trace::step("cloned");
+    drop(init_sock);
+    drop(plan);
+    drop(out_write);
+    let child = monitor::Child { pid, pidfd };
+
+    // 7. Id maps, cgroup attach, idmapped trees; then release the init.
+    let fds = match prepare_child(&child, spec, &rootfs, rootless, cgroup.as_deref()) {
+        Ok(f) => f,
+        Err(e) => {
+            child.kill_and_reap();
+            return Err(e);
+        }
+    };
+    let raw: Vec<i32> = fds.iter().map(|f| f.as_raw_fd()).collect();
+    if let Err(e) = sys::send_msg(sup_sock.as_raw_fd(), b"go", &raw) {
+        child.kill_and_reap();
+        return Err(Error(format!("cannot start the sandbox: {e}")));
+    }
+    drop(fds);
+    trace::step("released the init");
+
+    // 8. Watch until the init has exited.
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, started);
+    let wall = started.elapsed();
+    trace::step("init reaped");
+
+    // 9. Measure, remove the cgroup, report.
+    let usage = cgroup.as_ref().map(|g| g.usage()).unwrap_or_default();
+    let cgroup_kind = cgroup.as_ref().map(|g| g.kind());
+    if let Some(g) = cgroup.as_mut() {
+        g.destroy();
+    }
+    drop(sigfd);
+    trace::step("cgroup removed");
+    report::build(spec, outcome, usage, cgroup_kind, &held, &fallbacks, cgroup_note, rootless, wall)
+}
+
+fn validate(spec: &Spec) -> Result<PathBuf, Error> {
+    if spec.argv.is_empty() {
+        return Err(Error("no command given: polysandbox run [OPTIONS] --rootfs DIR -- CMD [ARGS...]".into()));
+    }
+    let rootfs = std::fs::canonicalize(&spec.rootfs)
+        .map_err(|e| Error(format!("rootfs {}: {e}", spec.rootfs.display())))?;
+    if !rootfs.is_dir() {
+        return Err(Error(format!("rootfs {} is not a directory", rootfs.display())));
+    }
+    if rootfs == std::path::Path::new("/") {
+        return Err(Error("rootfs / is the host's root: give a separate root filesystem".into()));
+    }
+    for b in &spec.binds {
+        if !b.source.exists() {
+            return Err(Error(format!("bind source {}: no such file or directory", b.source.display())));
+        }
+        check_target(&b.target, "-v")?;
+    }
+    for t in &spec.tmpfs {
+        check_target(&t.target, "--tmpfs")?;
+    }
+    if !spec.workdir.starts_with('/') {
+        return Err(Error(format!("working directory '{}' must be absolute", spec.workdir)));
+    }
+    if spec.hostname.is_empty() || spec.hostname.len() > 64 {
+        return Err(Error(format!("invalid hostname '{}': 1 to 64 characters", spec.hostname)));
+    }
+    Ok(rootfs)
+}
+
+fn check_target(t: &str, opt: &str) -> Result<(), Error> {
+    if !t.starts_with('/') || t == "/" || t.split('/').any(|c| c == "..") {
+        return Err(Error(format!("{opt}: target '{t}' must be an absolute path below / without '..'")));
+    }
+    Ok(())
+}
+
+/// Steps 7a-c: maps, cgroup, trees. Returns the fds to hand to the init.
+fn prepare_child(
+    child: &monitor::Child,
+    spec: &Spec,
+    rootfs: &std::path::Path,
+    rootless: bool,
+    cgroup: Option<&dyn cgroups::Group>,
+) -> Result<Vec<OwnedFd>, Error> {
+    idmap::write_maps(child.pid, rootless)?;
+    if let Some(g) = cgroup {
+        if g.clone_into_fd().is_none() {
+            g.attach(child.pid).map_err(|e| Error(format!("cannot move the sandbox into its cgroup: {e}")))?;
+        }
+    }
+    if rootless {
+        return Ok(Vec::new());
+    }
+    // As root, the command runs as an unprivileged host uid range; idmapped mounts make the
+    // root-owned rootfs (and binds) appear owned by the sandbox's root.
+    let userns = sys::open(&sys::cstr(format!("/proc/{}/ns/user", child.pid)), libc::O_RDONLY, "the sandbox's user namespace")?;
+    let mut fds = Vec::with_capacity(1 + spec.binds.len());
+    fds.push(idmap::idmapped_tree(rootfs, false, userns.as_raw_fd())?);
+    for b in &spec.binds {
+        fds.push(idmap::idmapped_tree(&b.source, b.readonly, userns.as_raw_fd())?);
+    }
+    Ok(fds)
+}
+
+fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0i32; 2];
+    // SAFETY: fds has room for two.
+    if unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC, 0, fds.as_mut_ptr()) } != 0 {
+        return Err(Error(format!("socketpair: {}", std::io::Error::last_os_error())));
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: two new fds we own.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// (read ends, write ends) of the stdout and stderr pipes.
+fn pipes() -> Result<([OwnedFd; 2], [OwnedFd; 2]), Error> {
+    let mk = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error(format!("pipe: {e}")));
+    let (r1, w1) = mk()?;
+    let (r2, w2) = mk()?;
+    Ok(([r1, r2], [w1, w2]))
+}
+
+/// The CPUs to pin to when `--cpus` has no cgroup: ceil(cpus) of the allowed ones, starting
+/// at an offset taken from our pid so that concurrent sandboxes spread out.
+fn affinity_for(cpus: f64) -> Vec<usize> {
+    let allowed: Vec<usize> = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
+        .map(|set| (0..nix::sched::CpuSet::count()).filter(|&i| set.is_set(i).unwrap_or(false)).collect())
+        .unwrap_or_else(|_| vec![0]);
+    let n = (cpus.ceil() as usize).clamp(1, allowed.len().max(1));
+    let start = std::process::id() as usize % allowed.len().max(1);
+    (0..n).map(|i| allowed[(start + i) % allowed.len()]).collect()
+}
+
+/// (dev, ino) of our own binary: the init refuses to exec it inside the sandbox.
+fn self_exe_id() -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/exe").map(|m| (m.dev(), m.ino())).unwrap_or((0, 0))
+}

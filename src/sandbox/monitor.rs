@@ -1,0 +1,223 @@
+//! The supervisor's watch: one poll loop over the init's pidfd, its report socket, the output
+//! pipes (when counted) and a signalfd, with the wall-clock deadline as the poll timeout.
+
+use super::init::InitReport;
+use super::{sys, Limits};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
+use std::time::{Duration, Instant};
+
+/// Signals the supervisor forwards to the command.
+const FORWARDED: &[i32] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT, libc::SIGUSR1, libc::SIGUSR2, libc::SIGWINCH];
+/// After forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT, how long the command has to exit.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+pub struct SignalFd {
+    fd: OwnedFd,
+    old: libc::sigset_t,
+}
+
+impl SignalFd {
+    pub fn new() -> Result<SignalFd, super::Error> {
+        // SAFETY: sigset operations on local sets; signalfd returns a new fd we own.
+        unsafe {
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            for s in FORWARDED {
+                libc::sigaddset(&mut set, *s);
+            }
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigprocmask(libc::SIG_BLOCK, &set, &mut old);
+            let fd = libc::signalfd(-1, &set, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+            if fd < 0 {
+                return Err(super::Error(format!("signalfd: {}", std::io::Error::last_os_error())));
+            }
+            use std::os::fd::FromRawFd;
+            Ok(SignalFd { fd: OwnedFd::from_raw_fd(fd), old })
+        }
+    }
+    fn read(&self) -> Option<i32> {
+        // SAFETY: reading one signalfd_siginfo into a buffer of its size.
+        let mut info: libc::signalfd_siginfo = unsafe { std::mem::zeroed() };
+        let n = unsafe {
+            libc::read(self.fd.as_raw_fd(), &mut info as *mut _ as *mut libc::c_void, std::mem::size_of::<libc::signalfd_siginfo>())
+        };
+        (n == std::mem::size_of::<libc::signalfd_siginfo>() as isize).then_some(info.ssi_signo as i32)
+    }
+}
+
+impl Drop for SignalFd {
+    fn drop(&mut self) {
+        // SAFETY: restoring the mask we saved.
+        unsafe { libc::sigprocmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut()) };
+    }
+}
+
+pub struct Child {
+    pub pid: i32,
+    pub pidfd: OwnedFd,
+}
+
+impl Child {
+    pub fn kill(&self) {
+        sys::pidfd_kill(&self.pidfd, libc::SIGKILL);
+    }
+    /// Kills the init (and so its whole pid namespace) and reaps it.
+    pub fn kill_and_reap(&self) {
+        self.kill();
+        let _ = self.reap();
+    }
+    fn reap(&self) -> (i32, libc::rusage) {
+        let mut st = 0;
+        // SAFETY: rusage is plain data.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        loop {
+            // SAFETY: waiting for our own child.
+            let r = unsafe { libc::wait4(self.pid, &mut st, 0, &mut ru) };
+            if r >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return (st, ru);
+            }
+        }
+    }
+}
+
+/// Why the supervisor ended the run, if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Timeout,
+    OutputLimit,
+    Signal(i32),
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub init: Option<InitReport>,
+    /// wait status of the init itself.
+    pub init_status: i32,
+    /// CPU time of the whole sandbox (every process was reaped inside it).
+    pub rusage: libc::rusage,
+    pub stopped: Option<Stop>,
+    /// Bytes of stdout+stderr, when counted.
+    pub output_bytes: Option<u64>,
+}
+
+struct Output {
+    buf: Vec<u8>,
+    fds: Vec<(OwnedFd, RawFd)>,
+    total: u64,
+    limit: u64,
+}
+
+impl Output {
+    /// Copies what is readable on `i`; returns false at EOF. Past the limit, copies up to it
+    /// and reports the overflow.
+    fn pump(&mut self, i: usize) -> (bool, bool) {
+        let buf = &mut self.buf;
+        let (src, dst) = (self.fds[i].0.as_raw_fd(), self.fds[i].1);
+        // SAFETY: reading into our buffer.
+        let n = unsafe { libc::read(src, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
+        if n <= 0 {
+            return (n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted, false);
+        }
+        let n = n as u64;
+        let room = self.limit.saturating_sub(self.total);
+        let _ = sys::write_all(dst, &buf[..n.min(room) as usize]);
+        self.total += n;
+        (true, self.total > self.limit)
+    }
+}
+
+pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[OwnedFd; 2]>, limits: &Limits, started: Instant) -> Outcome {
+    let deadline = limits.timeout.map(|t| started + t);
+    let mut stopped: Option<Stop> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut init_report: Option<InitReport> = None;
+    let mut output = out.map(|[a, b]| Output { buf: vec![0; 65536], fds: vec![(a, 1), (b, 2)], total: 0, limit: limits.output.unwrap_or(u64::MAX) });
+    let mut open = [output.is_some(), output.is_some()];
+    let mut exited = false;
+    loop {
+        if exited && !open[0] && !open[1] {
+            break;
+        }
+        let now = Instant::now();
+        let mut wake: Option<Instant> = if stopped.is_none() { deadline } else { None };
+        if let Some(k) = kill_at {
+            wake = Some(wake.map_or(k, |w| w.min(k)));
+        }
+        let timeout_ms: i32 = match wake {
+            _ if exited => -1,
+            Some(w) => w.saturating_duration_since(now).as_millis().min(i32::MAX as u128) as i32,
+            None => -1,
+        };
+        let mut pfds = vec![
+            libc::pollfd { fd: child.pidfd.as_raw_fd(), events: if exited { 0 } else { libc::POLLIN }, revents: 0 },
+            libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: sigfd.fd.as_fd().as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        if let Some(o) = &output {
+            for (i, (fd, _)) in o.fds.iter().enumerate() {
+                pfds.push(libc::pollfd { fd: if open[i] { fd.as_raw_fd() } else { -1 }, events: libc::POLLIN, revents: 0 });
+            }
+        }
+        // SAFETY: pfds is a valid array.
+        let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
+        if n < 0 {
+            continue; // EINTR
+        }
+        let now = Instant::now();
+        if pfds[1].revents & libc::POLLIN != 0 {
+            if let Ok(Some((data, _))) = sys::recv_msg(sock.as_raw_fd()) {
+                if let Ok(r) = serde_json::from_slice::<InitReport>(&data) {
+                    init_report = Some(r);
+                }
+            }
+        }
+        if pfds[2].revents & libc::POLLIN != 0 {
+            while let Some(sig) = sigfd.read() {
+                sys::pidfd_kill(&child.pidfd, sig);
+                if matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT) && stopped.is_none() {
+                    stopped = Some(Stop::Signal(sig));
+                    kill_at = Some(now + STOP_GRACE);
+                }
+            }
+        }
+        if let Some(o) = output.as_mut() {
+            for i in 0..2 {
+                if open[i] && pfds[3 + i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                    let (more, over) = o.pump(i);
+                    open[i] = more;
+                    if over && stopped.is_none() {
+                        stopped = Some(Stop::OutputLimit);
+                        child.kill();
+                    }
+                    if over {
+                        // Past the limit nothing more is copied: close both pipes.
+                        open = [false, false];
+                    }
+                }
+            }
+        }
+        if !exited && pfds[0].revents & libc::POLLIN != 0 {
+            exited = true;
+        }
+        if stopped.is_none() && deadline.is_some_and(|d| now >= d) && !exited {
+            stopped = Some(Stop::Timeout);
+            child.kill();
+        }
+        if kill_at.is_some_and(|k| now >= k) && !exited {
+            child.kill();
+            kill_at = None;
+        }
+    }
+    // The report may still be queued when the pidfd fired first.
+    if init_report.is_none() {
+        let mut p = libc::pollfd { fd: sock.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut p, 1, 0) } > 0 {
+            if let Ok(Some((data, _))) = sys::recv_msg(sock.as_raw_fd()) {
+                init_report = serde_json::from_slice(&data).ok();
+            }
+        }
+    }
+    let (init_status, rusage) = child.reap();
+    Outcome { init: init_report, init_status, rusage, stopped, output_bytes: output.map(|o| o.total) }
+}

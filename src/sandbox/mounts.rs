@@ -1,0 +1,264 @@
+//! The sandbox's filesystem, built by the init inside its own mount namespace:
+//!
+//! ```text
+//! <rootfs path>            a scratch tmpfs (size = --disk) mounted over the rootfs path
+//!   lower/                 the rootfs, as a cloned (and, for root, idmapped) mount tree
+//!   upper/ work/           the overlay's writable layer
+//!   root/                  the overlay: what becomes /
+//!     proc/                a fresh procfs, runc's masked and read-only paths applied
+//!     dev/                 a small tmpfs: null zero full random urandom tty, pts, shm
+//!     ...                  --tmpfs and -v mounts
+//! ```
+//!
+//! Every target inside the new root is resolved with openat2(RESOLVE_IN_ROOT), so a symlink
+//! in the image can never send a mount outside it, and mounts are made on the resolved fd.
+
+use super::sys::{self, cstr, fd_path, Result};
+use super::{Network, Spec};
+use std::ffi::CStr;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// Paths of /proc hidden from the sandbox (runc's defaults).
+const PROC_MASKED: &[&str] = &[
+    "acpi",
+    "asound",
+    "interrupts",
+    "kcore",
+    "keys",
+    "latency_stats",
+    "timer_list",
+    "timer_stats",
+    "sched_debug",
+    "scsi",
+];
+/// Paths of /proc made read-only (runc's defaults).
+const PROC_READONLY: &[&str] = &["bus", "fs", "irq", "sys", "sysrq-trigger"];
+const DEVICES: &[&str] = &["null", "zero", "full", "random", "urandom", "tty"];
+
+const NOSUID_NODEV_NOEXEC: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+
+/// Builds the root and pivots into it. `trees` are the supervisor's idmapped trees (root
+/// mode): the rootfs, then one per bind. Returns an fd on the scratch tmpfs, for measuring
+/// how full the writable layer got.
+pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>) -> Result<OwnedFd> {
+    sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None, "/ private")?;
+
+    // Take hold of every source before the rootfs path is covered by the scratch tmpfs.
+    let mut trees = trees.into_iter();
+    let lower = match trees.next() {
+        Some(t) => t,
+        None => sys::open_tree(libc::AT_FDCWD, rootfs, "the rootfs")?,
+    };
+    let mut binds = Vec::with_capacity(spec.binds.len());
+    for b in &spec.binds {
+        let t = match trees.next() {
+            Some(t) => t,
+            None => {
+                let t = sys::open_tree(libc::AT_FDCWD, &sys::cpath(&b.source), &b.source.display().to_string())?;
+                if b.readonly {
+                    sys::mount_setattr(t.as_raw_fd(), sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV, None, &b.target)?;
+                }
+                t
+            }
+        };
+        binds.push(t);
+    }
+
+    // The scratch tmpfs, and the overlay on it.
+    let size = spec.limits.disk.map(|d| format!(",size={d}")).unwrap_or_default();
+    sys::mount(Some(c"tmpfs"), rootfs, Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&cstr(format!("mode=0755{size}"))), "the writable layer (tmpfs)")?;
+    let scratch = sys::open(rootfs, libc::O_PATH | libc::O_DIRECTORY, "the writable layer")?;
+    for d in ["lower", "upper", "work", "root"] {
+        mkdirat(scratch.as_raw_fd(), d, 0o755)?;
+    }
+    let lower_dir = sys::openat2(scratch.as_raw_fd(), "lower", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+        .map_err(|e| format!("open lower: {e}"))?;
+    sys::move_mount_to_fd(lower.as_raw_fd(), lower_dir.as_raw_fd(), "the rootfs")?;
+    drop(lower_dir);
+    super::trace::step("init: lower attached");
+    overlay(scratch.as_raw_fd())?;
+    super::trace::step("init: overlay mounted");
+    let root = sys::openat2(scratch.as_raw_fd(), "root", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+        .map_err(|e| format!("open the new root: {e}"))?;
+    let root = root.as_raw_fd();
+
+    proc(root)?;
+    super::trace::step("init: /proc mounted");
+    dev(root)?;
+    super::trace::step("init: /dev mounted");
+    for t in &spec.tmpfs {
+        let target = ensure_dir(root, &t.target)?;
+        let size = t.size.map(|s| format!(",size={s}")).unwrap_or_default();
+        sys::mount(Some(c"tmpfs"), &fd_path(target.as_raw_fd(), ""), Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&cstr(format!("mode=1777{size}"))), &t.target)?;
+    }
+    for (b, tree) in spec.binds.iter().zip(binds) {
+        let target = if b.source.is_dir() { ensure_dir(root, &b.target)? } else { ensure_file(root, &b.target)? };
+        sys::move_mount_to_fd(tree.as_raw_fd(), target.as_raw_fd(), &b.target)?;
+    }
+
+    nix::unistd::sethostname(&spec.hostname).map_err(|e| format!("sethostname: {e}"))?;
+    if spec.network == Network::None {
+        loopback_up()?;
+    }
+
+    // pivot_root(".", ".") stacks the old root on the new one; detaching it leaves only ours.
+    nix::unistd::fchdir(root).map_err(|e| format!("chdir to the new root: {e}"))?;
+    nix::unistd::pivot_root(".", ".").map_err(|e| format!("pivot_root: {e}"))?;
+    super::trace::step("init: pivoted");
+    nix::mount::umount2(".", nix::mount::MntFlags::MNT_DETACH).map_err(|e| format!("detach the old root: {e}"))?;
+    nix::unistd::chdir("/").map_err(|e| format!("chdir /: {e}"))?;
+    Ok(scratch)
+}
+
+fn overlay(scratch: RawFd) -> Result<()> {
+    // Relative layer paths (the cwd is the scratch tmpfs) keep commas and colons of the
+    // rootfs path out of the option string.
+    nix::unistd::fchdir(scratch).map_err(|e| format!("chdir to the writable layer: {e}"))?;
+    let with = c"lowerdir=lower,upperdir=upper,workdir=work,userxattr";
+    let without = c"lowerdir=lower,upperdir=upper,workdir=work";
+    sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(with), "overlay")
+        .or_else(|_| sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(without), "overlay"))
+        .map_err(|e| format!("{e} (overlayfs in a user namespace needs Linux 5.11)"))
+}
+
+fn proc(root: RawFd) -> Result<()> {
+    let target = ensure_dir(root, "/proc")?;
+    sys::mount(Some(c"proc"), &fd_path(target.as_raw_fd(), ""), Some(c"proc"), NOSUID_NODEV_NOEXEC, None, "/proc")?;
+    drop(target);
+    let procfd = sys::openat2(root, "/proc", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_IN_ROOT)
+        .map_err(|e| format!("open /proc: {e}"))?;
+    let p = procfd.as_raw_fd();
+    let beneath = sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
+    for name in PROC_MASKED {
+        let Ok(fd) = sys::openat2(p, name, libc::O_PATH | libc::O_NOFOLLOW, beneath) else { continue };
+        let target = fd_path(fd.as_raw_fd(), "");
+        if is_dir(fd.as_raw_fd()) {
+            sys::mount(Some(c"tmpfs"), &target, Some(c"tmpfs"), libc::MS_RDONLY | NOSUID_NODEV_NOEXEC, Some(c"size=0,nr_inodes=1"), name)?;
+        } else {
+            sys::mount(Some(c"/dev/null"), &target, None, libc::MS_BIND, None, name)?;
+        }
+    }
+    for name in PROC_READONLY {
+        let Ok(fd) = sys::openat2(p, name, libc::O_PATH | libc::O_NOFOLLOW, beneath) else { continue };
+        let target = fd_path(fd.as_raw_fd(), "");
+        sys::mount(Some(&target), &target, None, libc::MS_BIND | libc::MS_REC, None, name)?;
+        let fd = sys::openat2(p, name, libc::O_PATH | libc::O_NOFOLLOW, beneath).map_err(|e| format!("reopen /proc/{name}: {e}"))?;
+        sys::mount(None, &fd_path(fd.as_raw_fd(), ""), None, libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | NOSUID_NODEV_NOEXEC, None, name)?;
+    }
+    Ok(())
+}
+
+fn dev(root: RawFd) -> Result<()> {
+    let target = ensure_dir(root, "/dev")?;
+    sys::mount(Some(c"tmpfs"), &fd_path(target.as_raw_fd(), ""), Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(c"mode=0755,size=65536"), "/dev")?;
+    drop(target);
+    let devfd = sys::openat2(root, "/dev", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_IN_ROOT)
+        .map_err(|e| format!("open /dev: {e}"))?;
+    let d = devfd.as_raw_fd();
+    for name in DEVICES {
+        // SAFETY: d is an open directory fd; name is a valid C string.
+        let fd = unsafe { libc::openat(d, cstr(name).as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC, 0o666) };
+        if fd < 0 {
+            return Err(format!("create /dev/{name}: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: fd was just opened.
+        unsafe { libc::close(fd) };
+        sys::mount(Some(&cstr(format!("/dev/{name}"))), &fd_path(d, name), None, libc::MS_BIND, None, &format!("/dev/{name}"))?;
+    }
+    mkdirat(d, "pts", 0o755)?;
+    sys::mount(Some(c"devpts"), &fd_path(d, "pts"), Some(c"devpts"), libc::MS_NOSUID | libc::MS_NOEXEC, Some(c"newinstance,ptmxmode=0666,mode=0620"), "/dev/pts")?;
+    mkdirat(d, "shm", 0o1777)?;
+    sys::mount(Some(c"tmpfs"), &fd_path(d, "shm"), Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(c"mode=1777,size=67108864"), "/dev/shm")?;
+    for (link, to) in [("ptmx", "pts/ptmx"), ("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")] {
+        // SAFETY: valid C strings and an open dirfd.
+        if unsafe { libc::symlinkat(cstr(to).as_ptr(), d, cstr(link).as_ptr()) } != 0 {
+            return Err(format!("symlink /dev/{link}: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+fn is_dir(fd: RawFd) -> bool {
+    nix::sys::stat::fstat(fd).map(|s| s.st_mode & libc::S_IFMT == libc::S_IFDIR).unwrap_or(false)
+}
+
+fn mkdirat(dir: RawFd, name: &str, mode: u32) -> Result<()> {
+    // SAFETY: valid C string and dirfd.
+    if unsafe { libc::mkdirat(dir, cstr(name).as_ptr(), mode) } != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() != Some(libc::EEXIST) {
+            return Err(format!("mkdir {name}: {e}"));
+        }
+    }
+    // mkdir's mode is masked by the umask; set it as asked.
+    // SAFETY: as above.
+    unsafe { libc::fchmodat(dir, cstr(name).as_ptr(), mode, 0) };
+    Ok(())
+}
+
+/// Opens directory `path` inside `root` (symlinks resolved as if `root` were /), creating it
+/// and its parents where missing.
+pub fn ensure_dir(root: RawFd, path: &str) -> Result<OwnedFd> {
+    match sys::openat2(root, path, libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_IN_ROOT) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            let (parent, name) = split(path)?;
+            let p = ensure_dir(root, parent)?;
+            mkdirat(p.as_raw_fd(), name, 0o755)?;
+            sys::openat2(p.as_raw_fd(), name, libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS)
+                .map_err(|e| format!("open {path}: {e}"))
+        }
+        Err(e) => Err(format!("open {path} in the sandbox: {e}")),
+    }
+}
+
+/// Like [`ensure_dir`] for a file (a bind-mount target for a file source).
+fn ensure_file(root: RawFd, path: &str) -> Result<OwnedFd> {
+    match sys::openat2(root, path, libc::O_PATH, sys::RESOLVE_IN_ROOT) {
+        Ok(fd) => Ok(fd),
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => {
+            let (parent, name) = split(path)?;
+            let p = ensure_dir(root, parent)?;
+            // SAFETY: valid C string and dirfd.
+            let fd = unsafe { libc::openat(p.as_raw_fd(), cstr(name).as_ptr(), libc::O_CREAT | libc::O_WRONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0o644) };
+            if fd < 0 {
+                return Err(format!("create {path}: {}", std::io::Error::last_os_error()));
+            }
+            // SAFETY: fd was just opened.
+            unsafe { libc::close(fd) };
+            sys::openat2(p.as_raw_fd(), name, libc::O_PATH, sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS)
+                .map_err(|e| format!("open {path}: {e}"))
+        }
+        Err(e) => Err(format!("open {path} in the sandbox: {e}")),
+    }
+}
+
+fn split(path: &str) -> Result<(&str, &str)> {
+    let t = path.trim_end_matches('/');
+    match t.rsplit_once('/') {
+        Some((p, n)) if !n.is_empty() && n != ".." && n != "." => Ok((if p.is_empty() { "/" } else { p }, n)),
+        _ => Err(format!("invalid path '{path}'")),
+    }
+}
+
+fn loopback_up() -> Result<()> {
+    // SAFETY: plain socket/ioctl on a struct we own.
+    unsafe {
+        let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if s < 0 {
+            return Err(format!("socket: {}", std::io::Error::last_os_error()));
+        }
+        let mut req: libc::ifreq = std::mem::zeroed();
+        for (i, b) in b"lo\0".iter().enumerate() {
+            req.ifr_name[i] = *b as libc::c_char;
+        }
+        req.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        let r = libc::ioctl(s, libc::SIOCSIFFLAGS, &req);
+        let e = std::io::Error::last_os_error();
+        libc::close(s);
+        if r != 0 {
+            return Err(format!("bring up loopback: {e}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,283 @@
+//! Thin wrappers over the syscalls the sandbox needs and libc does not wrap (clone3, the new
+//! mount API, openat2), and fd passing. Every error carries what was being done.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+pub type Result<T> = std::result::Result<T, String>;
+
+pub fn cstr(s: impl AsRef<std::ffi::OsStr>) -> CString {
+    CString::new(s.as_ref().as_bytes()).unwrap_or_else(|_| CString::new("<path with NUL>").unwrap())
+}
+
+pub fn cpath(p: &Path) -> CString {
+    cstr(p.as_os_str())
+}
+
+/// `/proc/self/fd/N[/rest]`: the path that reaches what `fd` refers to (used as a mount
+/// source or target, so that what was resolved safely is what gets mounted on).
+pub fn fd_path(fd: RawFd, rest: &str) -> CString {
+    if rest.is_empty() {
+        cstr(format!("/proc/self/fd/{fd}"))
+    } else {
+        cstr(format!("/proc/self/fd/{fd}/{rest}"))
+    }
+}
+
+fn last_err(what: impl FnOnce() -> String) -> String {
+    format!("{}: {}", what(), io::Error::last_os_error())
+}
+
+fn check(r: libc::c_long, what: impl FnOnce() -> String) -> Result<libc::c_long> {
+    if r < 0 {
+        Err(last_err(what))
+    } else {
+        Ok(r)
+    }
+}
+
+pub fn mount(src: Option<&CStr>, target: &CStr, fstype: Option<&CStr>, flags: libc::c_ulong, data: Option<&CStr>, what: &str) -> Result<()> {
+    let p = |o: Option<&CStr>| o.map_or(std::ptr::null(), |c| c.as_ptr());
+    // SAFETY: all pointers are valid C strings or null.
+    let r = unsafe { libc::mount(p(src), target.as_ptr(), p(fstype), flags, p(data) as *const libc::c_void) };
+    check(r as libc::c_long, || format!("mount {what}")).map(|_| ())
+}
+
+pub const OPEN_TREE_CLONE: u32 = 1;
+pub const AT_RECURSIVE: u32 = 0x8000;
+pub const MOVE_MOUNT_F_EMPTY_PATH: u32 = 0x4;
+pub const MOVE_MOUNT_T_EMPTY_PATH: u32 = 0x40;
+pub const MOUNT_ATTR_RDONLY: u64 = 0x1;
+pub const MOUNT_ATTR_NOSUID: u64 = 0x2;
+pub const MOUNT_ATTR_NODEV: u64 = 0x4;
+pub const MOUNT_ATTR_IDMAP: u64 = 0x0010_0000;
+
+/// A detached copy of the mount tree at `path` (recursive).
+pub fn open_tree(dirfd: RawFd, path: &CStr, what: &str) -> Result<OwnedFd> {
+    // SAFETY: path is a valid C string.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_open_tree,
+            dirfd,
+            path.as_ptr(),
+            OPEN_TREE_CLONE | libc::O_CLOEXEC as u32 | AT_RECURSIVE | if path.is_empty() { libc::AT_EMPTY_PATH as u32 } else { 0 },
+        )
+    };
+    // SAFETY: a non-negative return is a new fd we own.
+    check(r, || format!("clone mount tree of {what}")).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+/// Attaches the detached tree `tree` on the directory or file `target` (an fd).
+pub fn move_mount_to_fd(tree: RawFd, target: RawFd, what: &str) -> Result<()> {
+    let empty = c"";
+    // SAFETY: empty is a valid C string; both fds are open.
+    let r = unsafe {
+        libc::syscall(libc::SYS_move_mount, tree, empty.as_ptr(), target, empty.as_ptr(), MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH)
+    };
+    check(r, || format!("attach {what}")).map(|_| ())
+}
+
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// Sets mount attributes on a whole (detached) tree: read-only, nosuid, nodev, an idmapping.
+pub fn mount_setattr(tree: RawFd, set: u64, userns: Option<RawFd>, what: &str) -> Result<()> {
+    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: userns.map_or(0, |f| f as u64) };
+    let empty = c"";
+    // SAFETY: attr lives across the call; size matches the struct.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            tree,
+            empty.as_ptr(),
+            (libc::AT_EMPTY_PATH as u32 | AT_RECURSIVE) as libc::c_uint,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    check(r, || format!("set mount attributes of {what}")).map(|_| ())
+}
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+pub const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+pub const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+pub const RESOLVE_BENEATH: u64 = 0x08;
+pub const RESOLVE_IN_ROOT: u64 = 0x10;
+
+/// openat2: resolves `path` with `resolve` rules; Err carries the errno for callers that care.
+pub fn openat2(dirfd: RawFd, path: &str, flags: i32, resolve: u64) -> std::result::Result<OwnedFd, io::Error> {
+    let c = cstr(path);
+    let how = OpenHow { flags: (flags | libc::O_CLOEXEC) as u64, mode: 0, resolve };
+    // SAFETY: how lives across the call.
+    let r = unsafe { libc::syscall(libc::SYS_openat2, dirfd, c.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>()) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        // SAFETY: a new fd we own.
+        Ok(unsafe { OwnedFd::from_raw_fd(r as RawFd) })
+    }
+}
+
+pub fn open(path: &CStr, flags: i32, what: &str) -> Result<OwnedFd> {
+    // SAFETY: path is a valid C string.
+    let r = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };
+    // SAFETY: a new fd we own.
+    check(r as libc::c_long, || format!("open {what}")).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+pub fn write_file(path: &str, data: &str) -> Result<()> {
+    std::fs::write(path, data).map_err(|e| format!("write {path}: {e}"))
+}
+
+#[repr(C)]
+pub struct CloneArgs {
+    pub flags: u64,
+    pub pidfd: u64,
+    pub child_tid: u64,
+    pub parent_tid: u64,
+    pub exit_signal: u64,
+    pub stack: u64,
+    pub stack_size: u64,
+    pub tls: u64,
+    pub set_tid: u64,
+    pub set_tid_size: u64,
+    pub cgroup: u64,
+}
+pub const CLONE_PIDFD: u64 = 0x1000;
+pub const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
+
+/// clone3 without a new stack: returns 0 in the child (like fork), the child's pid and a
+/// pidfd in the parent.
+pub fn clone3(flags: u64, cgroup_fd: Option<RawFd>) -> io::Result<(i32, Option<OwnedFd>)> {
+    let mut pidfd: i32 = -1;
+    let mut args = CloneArgs {
+        flags: flags | CLONE_PIDFD | if cgroup_fd.is_some() { CLONE_INTO_CGROUP } else { 0 },
+        pidfd: &mut pidfd as *mut i32 as u64,
+        child_tid: 0,
+        parent_tid: 0,
+        exit_signal: libc::SIGCHLD as u64,
+        stack: 0,
+        stack_size: 0,
+        tls: 0,
+        set_tid: 0,
+        set_tid_size: 0,
+        cgroup: cgroup_fd.map_or(0, |f| f as u64),
+    };
+    // SAFETY: args is valid; with no stack given the child continues on a copy of ours.
+    let r = unsafe { libc::syscall(libc::SYS_clone3, &mut args as *mut CloneArgs, std::mem::size_of::<CloneArgs>()) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if r == 0 {
+        return Ok((0, None));
+    }
+    // SAFETY: the kernel filled pidfd with a new fd we own.
+    Ok((r as i32, Some(unsafe { OwnedFd::from_raw_fd(pidfd) })))
+}
+
+pub fn pidfd_kill(pidfd: &OwnedFd, sig: i32) {
+    // SAFETY: plain syscall on an fd we hold.
+    unsafe { libc::syscall(libc::SYS_pidfd_send_signal, pidfd.as_raw_fd(), sig, std::ptr::null::<u8>(), 0) };
+}
+
+/// Sends `data` and `fds` as one message on a SOCK_SEQPACKET socket.
+pub fn send_msg(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
+    let mut iov = libc::iovec { iov_base: data.as_ptr() as *mut libc::c_void, iov_len: data.len() };
+    // SAFETY: CMSG_SPACE is a pure computation.
+    let space = unsafe { libc::CMSG_SPACE((fds.len() * 4) as u32) } as usize;
+    let mut cbuf = vec![0u8; space.max(1)];
+    // SAFETY: msghdr is plain data, filled in below.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    if !fds.is_empty() {
+        msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+        msg.msg_controllen = space as _;
+        // SAFETY: the control buffer is large enough for one cmsg of fds.len() ints.
+        unsafe {
+            let h = libc::CMSG_FIRSTHDR(&msg);
+            (*h).cmsg_level = libc::SOL_SOCKET;
+            (*h).cmsg_type = libc::SCM_RIGHTS;
+            (*h).cmsg_len = libc::CMSG_LEN((fds.len() * 4) as u32) as _;
+            std::ptr::copy_nonoverlapping(fds.as_ptr() as *const u8, libc::CMSG_DATA(h), fds.len() * 4);
+        }
+    }
+    // SAFETY: msg points at live buffers.
+    let r = unsafe { libc::sendmsg(sock, &msg, libc::MSG_NOSIGNAL) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Receives one message (at most 16 KiB: reports and error lines) and up to 16 fds.
+/// Ok(None) on EOF.
+pub fn recv_msg(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
+    let mut buf = [0u8; 16 * 1024];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // SAFETY: pure computation.
+    let space = unsafe { libc::CMSG_SPACE(16 * 4) } as usize;
+    let mut cbuf = [0u8; 128];
+    debug_assert!(space <= cbuf.len());
+    // SAFETY: plain data.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = cbuf.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = space as _;
+    // SAFETY: msg points at live buffers.
+    let n = unsafe { libc::recvmsg(sock, &mut msg, libc::MSG_CMSG_CLOEXEC) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut fds = Vec::new();
+    // SAFETY: walking the control messages the kernel wrote.
+    unsafe {
+        let mut h = libc::CMSG_FIRSTHDR(&msg);
+        while !h.is_null() {
+            if (*h).cmsg_level == libc::SOL_SOCKET && (*h).cmsg_type == libc::SCM_RIGHTS {
+                let count = ((*h).cmsg_len as usize - libc::CMSG_LEN(0) as usize) / 4;
+                let p = libc::CMSG_DATA(h) as *const i32;
+                for i in 0..count {
+                    fds.push(OwnedFd::from_raw_fd(*p.add(i)));
+                }
+            }
+            h = libc::CMSG_NXTHDR(&msg, h);
+        }
+    }
+    if n == 0 && fds.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some((buf[..n as usize].to_vec(), fds)))
+}
+
+/// Writes all of `buf` to `fd`, retrying on EINTR/EAGAIN-free blocking fds.
+pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
+    while !buf.is_empty() {
+        // SAFETY: buf is valid for its length.
+        let n = unsafe { libc::write(fd, buf.as_ptr() as *const libc::c_void, buf.len()) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        buf = &buf[n as usize..];
+    }
+    Ok(())
+}
