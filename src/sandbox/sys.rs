@@ -227,8 +227,9 @@ pub fn send_msg(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
 /// Receives one message (at most 16 KiB: reports and error lines) and up to 16 fds.
 /// Ok(None) on EOF.
 pub fn recv_msg(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
-    let mut buf = [0u8; 16 * 1024];
-    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.len() };
+    // Not zeroed: the kernel writes what we read, and only that is used.
+    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.capacity() };
     // SAFETY: pure computation.
     let space = unsafe { libc::CMSG_SPACE(16 * 4) } as usize;
     let mut cbuf = [0u8; 128];
@@ -262,7 +263,9 @@ pub fn recv_msg(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
     if n == 0 && fds.is_empty() {
         return Ok(None);
     }
-    Ok(Some((buf[..n as usize].to_vec(), fds)))
+    // SAFETY: recvmsg initialised the first n bytes.
+    unsafe { buf.set_len(n as usize) };
+    Ok(Some((buf, fds)))
 }
 
 /// Writes all of `buf` to `fd`, retrying on EINTR/EAGAIN-free blocking fds.
