@@ -1,1 +1,238 @@
-fn main() {}
+//! Sandbox start latency and parallel throughput, side by side with the peers, in one run.
+//!
+//! `cargo bench --bench startup` (as root; bubblewrap, crun and runc from `.ci/setup`).
+//!
+//! 1. `/bin/true` in a sandbox on the same busybox rootfs: polysandbox (no limits, and with
+//!    memory/pids/cpu limits), `bwrap --unshare-all`, `crun run`, `runc run`; as root, then as
+//!    the unprivileged user psbtest (polysandbox and bwrap; crun and runc where they run).
+//!    The tools alternate run by run (A B C D A B C D ...), so drift hits all alike.
+//! 2. 64 runs of `python3 -c 'print(1)'`, 8 at a time: on the host, in polysandbox and in bwrap,
+//!    on a rootfs whose /usr is the host's (read-only), alternating whole batches.
+//!
+//! The whole benchmark runs in a private mount namespace without the hybrid host's cgroup2
+//! mount, because crun refuses to run beside it; every tool sees the same namespace.
+//! Environment: BENCH_RUNS (default 200 per tool), BENCH_BATCHES (default 5).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const USER: &str = "psbtest";
+
+struct Tool {
+    name: &'static str,
+    cmd: Box<dyn Fn(usize) -> Command>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn median(v: &mut [Duration]) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn pct(v: &mut [Duration], p: f64) -> Duration {
+    v.sort();
+    v[((v.len() as f64 - 1.0) * p) as usize]
+}
+
+fn ok(c: &mut Command) -> bool {
+    c.stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
+}
+
+fn sh(script: &str) {
+    let s = Command::new("sh").args(["-c", script]).status().expect("sh");
+    assert!(s.success(), "failed: {script}");
+}
+
+fn as_user(uid: u32, gid: u32, prog: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args([format!("--reuid={uid}"), format!("--regid={gid}"), "--clear-groups".into(), "--inh-caps=-all".into(), prog.into()]);
+    c
+}
+
+/// A runc/crun bundle on `rootfs` running /bin/true, rootless or not.
+fn bundle(dir: &Path, rootfs: &Path, rootless: bool) {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut c = Command::new("runc");
+    c.arg("spec").current_dir(dir);
+    if rootless {
+        c.arg("--rootless");
+    }
+    let _ = std::fs::remove_file(dir.join("config.json"));
+    assert!(ok(&mut c), "runc spec");
+    let cfg = std::fs::read_to_string(dir.join("config.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&cfg).unwrap();
+    v["root"]["path"] = rootfs.to_str().unwrap().into();
+    v["root"]["readonly"] = true.into();
+    v["process"]["terminal"] = false.into();
+    v["process"]["args"] = serde_json::json!(["/bin/true"]);
+    std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&v).unwrap()).unwrap();
+}
+
+fn run_alternating(tools: &[Tool], runs: usize) -> Vec<(String, Vec<Duration>)> {
+    let mut times: Vec<Vec<Duration>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
+    for i in 0..runs + 10 {
+        for (t, tool) in tools.iter().enumerate() {
+            let mut c = (tool.cmd)(i);
+            c.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
+            let start = Instant::now();
+            let st = c.status().expect("spawn");
+            let d = start.elapsed();
+            assert!(st.success(), "{} failed on run {i}: {st}", tool.name);
+            if i >= 10 {
+                times[t].push(d);
+            }
+        }
+    }
+    tools.iter().map(|t| t.name.to_string()).zip(times).collect()
+}
+
+fn print_table(title: &str, mut rows: Vec<(String, Vec<Duration>)>, base: &str) {
+    println!("\n{title}");
+    println!("{:<34} {:>10} {:>10} {:>22}", "tool", "median ms", "p90 ms", format!("median / {base}"));
+    let base_med = rows.iter_mut().find(|(n, _)| n == base).map(|(_, v)| median(v)).unwrap();
+    for (name, v) in rows.iter_mut() {
+        let m = median(v);
+        let p90 = pct(v, 0.9);
+        println!("{:<34} {:>10.2} {:>10.2} {:>21.2}x", name, ms(m), ms(p90), m.as_secs_f64() / base_med.as_secs_f64());
+    }
+}
+
+fn main() {
+    // `cargo bench` passes --bench; a filter argument is accepted and ignored.
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("benches/startup: run as root (it compares root and rootless runs, and crun/runc as root)");
+        std::process::exit(1);
+    }
+    let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
+    let batches: usize = std::env::var("BENCH_BATCHES").ok().and_then(|v| v.parse().ok()).unwrap_or(5);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = PathBuf::from(format!("/tmp/polysandbox-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    sh(&format!("chmod 755 {}", dir.display()));
+    let bin = dir.join("polysandbox");
+    assert!(ok(Command::new("cargo").args(["build", "--release", "--quiet"]).current_dir(root)), "cargo build");
+    std::fs::copy(root.join("target/release/polysandbox"), &bin).unwrap();
+    let out = Command::new("id").args(["-u", USER]).output().unwrap();
+    let uid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("user psbtest (bash .ci/setup)");
+    let out = Command::new("id").args(["-g", USER]).output().unwrap();
+    let gid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+
+    let rfs = dir.join("rootfs");
+    let rfs_user = dir.join("rootfs-user");
+    sh(&format!("sh {} {}", root.join("rootfs/busybox.sh").display(), rfs.display()));
+    sh(&format!("sh {} {} {USER}", root.join("rootfs/busybox.sh").display(), rfs_user.display()));
+    bundle(&dir.join("bundle"), &rfs, false);
+    bundle(&dir.join("bundle-user"), &rfs_user, true);
+    sh(&format!("chown -R {uid}:{gid} {}", dir.join("bundle-user").display()));
+
+    // One private mount namespace for every tool, without the cgroup2 mount crun refuses.
+    // SAFETY: unshare of our own (single-threaded) process.
+    assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNS) }, 0, "unshare");
+    sh("mount --make-rprivate / && (umount /sys/fs/cgroup/unified 2>/dev/null || true)");
+
+    let b = bin.to_str().unwrap().to_string();
+    let r = rfs.to_str().unwrap().to_string();
+    let ru = rfs_user.to_str().unwrap().to_string();
+    let bd = dir.join("bundle").to_str().unwrap().to_string();
+    let bdu = dir.join("bundle-user").to_str().unwrap().to_string();
+    let state_u = dir.join("runc-state-user").to_str().unwrap().to_string();
+    let crun_state_u = dir.join("crun-state-user").to_str().unwrap().to_string();
+    sh(&format!("mkdir -p {state_u} {crun_state_u} && chown {uid}:{gid} {state_u} {crun_state_u}"));
+
+    println!("polysandbox start-up benchmark: {runs} runs per tool, tools alternating, /bin/true on a busybox rootfs");
+    println!("machine: {} CPUs, kernel {}", std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0), String::from_utf8_lossy(&Command::new("uname").arg("-r").output().unwrap().stdout).trim());
+
+    // --- as root
+    let tools = vec![
+        Tool { name: "polysandbox", cmd: Box::new({ let (b, r) = (b.clone(), r.clone()); move |_| { let mut c = Command::new(&b); c.args(["run", "-q", "--rootfs", &r, "--", "/bin/true"]); c } }) },
+        Tool { name: "polysandbox --memory --pids --cpus", cmd: Box::new({ let (b, r) = (b.clone(), r.clone()); move |_| { let mut c = Command::new(&b); c.args(["run", "-q", "--memory=256M", "--pids=64", "--cpus=1", "--rootfs", &r, "--", "/bin/true"]); c } }) },
+        Tool { name: "bwrap --unshare-all", cmd: Box::new({ let r = r.clone(); move |_| { let mut c = Command::new("bwrap"); c.args(["--unshare-all", "--ro-bind", &r, "/", "--proc", "/proc", "--dev", "/dev", "/bin/true"]); c } }) },
+        Tool { name: "crun run", cmd: Box::new({ let bd = bd.clone(); move |i| { let mut c = Command::new("crun"); c.args(["run", "--bundle", &bd, &format!("psb-bench-crun-{i}")]); c } }) },
+        Tool { name: "runc run", cmd: Box::new({ let bd = bd.clone(); move |i| { let mut c = Command::new("runc"); c.args(["run", "--bundle", &bd, &format!("psb-bench-runc-{i}")]); c } }) },
+    ];
+    let rows = run_alternating(&tools, runs);
+    print_table("as root: /bin/true", rows, "polysandbox");
+
+    // --- rootless (no cgroup delegated: polysandbox's limits fall back)
+    let mut tools = vec![
+        Tool { name: "polysandbox (rootless)", cmd: Box::new({ let (b, ru) = (b.clone(), ru.clone()); move |_| { let mut c = as_user(uid, gid, &b); c.args(["run", "-q", "--rootfs", &ru, "--", "/bin/true"]); c } }) },
+        Tool { name: "polysandbox --memory --pids (rootless)", cmd: Box::new({ let (b, ru) = (b.clone(), ru.clone()); move |_| { let mut c = as_user(uid, gid, &b); c.args(["run", "-q", "--memory=256M", "--pids=64", "--rootfs", &ru, "--", "/bin/true"]); c } }) },
+        Tool { name: "bwrap --unshare-all (rootless)", cmd: Box::new({ let ru = ru.clone(); move |_| { let mut c = as_user(uid, gid, "bwrap"); c.args(["--unshare-all", "--ro-bind", &ru, "/", "--proc", "/proc", "--dev", "/dev", "/bin/true"]); c } }) },
+    ];
+    let crun_rootless = {
+        let mut c = as_user(uid, gid, "crun");
+        c.args(["--root", &crun_state_u, "run", "--bundle", &bdu, "psb-probe-crun"]).env("XDG_RUNTIME_DIR", &crun_state_u);
+        ok(&mut c)
+    };
+    if crun_rootless {
+        tools.push(Tool { name: "crun run (rootless)", cmd: Box::new(move |i| { let mut c = as_user(uid, gid, "crun"); c.args(["--root", &crun_state_u, "run", "--bundle", &bdu, &format!("psb-u-crun-{i}")]).env("XDG_RUNTIME_DIR", &crun_state_u); c }) });
+    } else {
+        println!("\n(crun rootless does not run here; left out)");
+    }
+    let runc_rootless = {
+        let mut c = as_user(uid, gid, "runc");
+        c.args(["--root", &state_u, "run", "--bundle", &dir.join("bundle-user").to_string_lossy(), "psb-probe-runc"]);
+        ok(&mut c)
+    };
+    if runc_rootless {
+        let bdu2 = dir.join("bundle-user").to_str().unwrap().to_string();
+        tools.push(Tool { name: "runc run (rootless)", cmd: Box::new(move |i| { let mut c = as_user(uid, gid, "runc"); c.args(["--root", &state_u, "run", "--bundle", &bdu2, &format!("psb-u-runc-{i}")]); c }) });
+    } else {
+        println!("(runc rootless does not run here; left out)");
+    }
+    let rows = run_alternating(&tools, runs);
+    print_table("rootless: /bin/true", rows, "polysandbox (rootless)");
+
+    // --- 64 x python3 -c 'print(1)', 8 at a time
+    let pyroot = dir.join("pyroot");
+    sh(&format!("mkdir -p {p}/usr {p}/proc {p}/dev {p}/tmp {p}/etc && ln -sfn usr/bin {p}/bin && ln -sfn usr/lib {p}/lib && ln -sfn usr/lib64 {p}/lib64 && ln -sfn usr/sbin {p}/sbin", p = pyroot.display()));
+    let py = pyroot.to_str().unwrap().to_string();
+    let batch = |mk: &dyn Fn() -> Command| -> Duration {
+        let start = Instant::now();
+        let mut running: Vec<std::process::Child> = Vec::new();
+        let mut launched = 0;
+        while launched < 64 || !running.is_empty() {
+            while running.len() < 8 && launched < 64 {
+                let mut c = mk();
+                c.stdout(Stdio::null()).stderr(Stdio::null());
+                running.push(c.spawn().unwrap());
+                launched += 1;
+            }
+            let first = running.remove(0);
+            let mut first = first;
+            assert!(first.wait().unwrap().success());
+        }
+        start.elapsed()
+    };
+    let host = || { let mut c = Command::new("/usr/bin/python3"); c.args(["-c", "print(1)"]); c };
+    let psb = || { let mut c = Command::new(&b); c.args(["run", "-q", "-v", "/usr:/usr:ro", "--rootfs", &py, "--", "python3", "-c", "print(1)"]); c };
+    let psb_lim = || { let mut c = Command::new(&b); c.args(["run", "-q", "--memory=256M", "--pids=64", "--cpus=1", "-v", "/usr:/usr:ro", "--rootfs", &py, "--", "python3", "-c", "print(1)"]); c };
+    let bw = || { let mut c = Command::new("bwrap"); c.args(["--unshare-all", "--ro-bind", &py, "/", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "python3", "-c", "print(1)"]); c };
+    let mut t: Vec<(String, Vec<Duration>)> = vec![
+        ("host (no sandbox)".into(), vec![]),
+        ("polysandbox".into(), vec![]),
+        ("polysandbox --memory --pids --cpus".into(), vec![]),
+        ("bwrap --unshare-all".into(), vec![]),
+    ];
+    batch(&host);
+    batch(&psb);
+    for _ in 0..batches {
+        t[0].1.push(batch(&host));
+        t[1].1.push(batch(&psb));
+        t[2].1.push(batch(&psb_lim));
+        t[3].1.push(batch(&bw));
+    }
+    println!("\n64 x python3 -c 'print(1)', 8 at a time: total wall time per batch of 64 ({batches} batches, alternating)");
+    println!("{:<34} {:>12} {:>20}", "tool", "median ms", "median / host");
+    let hostm = median(&mut t[0].1.clone());
+    for (name, v) in t.iter_mut() {
+        let m = median(v);
+        println!("{:<34} {:>12.1} {:>19.2}x", name, ms(m), m.as_secs_f64() / hostm.as_secs_f64());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

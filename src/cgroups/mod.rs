@@ -83,10 +83,13 @@ pub struct Unavailable(pub String);
 
 /// Creates the cgroup for one sandbox, or says why none can be had.
 pub fn create(manager: Manager, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
+    if manager == Manager::None {
+        return Err(Unavailable("cgroups disabled (--cgroup-manager none)".into()));
+    }
     let name = own_name();
     let mounts = Mounts::read();
     match manager {
-        Manager::None => Err(Unavailable("cgroups disabled (--cgroup-manager none)".into())),
+        Manager::None => unreachable!(),
         Manager::V1 => v1::create(&mounts, &name, limits),
         Manager::V2 => v2::create(&mounts, &name, limits),
         // Hybrid and v1 hosts keep their controllers in v1; a v2 group there is used only when

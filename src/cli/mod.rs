@@ -21,10 +21,15 @@ enum Command {
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
+        Err(e) if e.use_stderr() => {
+            // One line: clap's first, without its own "error: " and the --help hint.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            return error(first.trim_start_matches("error: "));
+        }
         Err(e) => {
-            let code = if e.use_stderr() { crate::sandbox::exit::ERROR } else { 0 };
             let _ = e.print();
-            return code;
+            return 0;
         }
     };
     match cli.command {

@@ -77,6 +77,16 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
         nix::unistd::setgroups(&[]).map_err(|e| format!("setgroups: {e}"))?;
     }
     nix::unistd::setresuid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresuid: {e}"))?;
+    // A credential change clears the parent-death signal: set it again, then make sure the
+    // supervisor did not die in between (its end of the socket would be closed).
+    // SAFETY: prctl with integer arguments; poll on one fd we hold.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        let mut p = libc::pollfd { fd: sock, events: 0, revents: 0 };
+        if libc::poll(&mut p, 1, 0) > 0 && p.revents & libc::POLLHUP != 0 {
+            libc::_exit(exit::ERROR);
+        }
+    }
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).map_err(|e| format!("unshare cgroup namespace: {e}"))?;
 
     super::trace::step("init: ids set, cgroup ns entered");
@@ -209,9 +219,12 @@ impl Watchdog {
     fn active(&self) -> bool {
         self.memory.is_some() || self.cpu_time.is_some() || self.pids.is_some()
     }
-    /// 5 ms for the first 100 ms (short runs), then 20 ms.
+    /// 1 ms for the first 50 ms (fork bombs and allocation bursts are fast), 5 ms up to a
+    /// second, then 20 ms.
     fn interval(&self, since: Duration) -> Duration {
-        if since < Duration::from_millis(100) {
+        if since < Duration::from_millis(50) {
+            Duration::from_millis(1)
+        } else if since < Duration::from_secs(1) {
             Duration::from_millis(5)
         } else {
             Duration::from_millis(20)

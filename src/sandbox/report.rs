@@ -41,6 +41,8 @@ pub struct Report {
     pub pids_limit_reached: bool,
     pub disk_limit_reached: bool,
     pub disk_used_bytes: u64,
+    /// Most tasks (processes and threads) seen at once, where the watchdog sampled them.
+    pub tasks_peak: Option<u64>,
     pub output_bytes: Option<u64>,
     pub limits: BTreeMap<String, LimitRecord>,
     /// "cgroup v1", "cgroup v2", or null when no cgroup could be used.
@@ -180,6 +182,7 @@ pub(crate) fn build(
         pids_limit_reached,
         disk_limit_reached,
         disk_used_bytes: init.disk_used,
+        tasks_peak: (init.tasks_peak > 0).then_some(init.tasks_peak),
         output_bytes: out.output_bytes,
         limits,
         cgroup: cgroup.map(String::from),

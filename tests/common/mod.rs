@@ -1,0 +1,270 @@
+//! Shared test fixtures: a busybox rootfs (root-owned, and a copy owned by the unprivileged
+//! test user), the probe program inside it, and a runner that starts polysandbox either as
+//! root or as that user, with no capabilities and no cgroup delegated to it.
+#![allow(dead_code)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+/// The unprivileged user the tests run as (created by .ci/setup).
+pub const TEST_USER: &str = "psbtest";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Root,
+    User,
+}
+
+pub struct Fixtures {
+    pub dir: PathBuf,
+    pub bin: PathBuf,
+    pub rootfs_root: PathBuf,
+    pub rootfs_user: PathBuf,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+fn sh(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+fn id_of(flag: &str) -> u32 {
+    let out = Command::new("id").args([flag, TEST_USER]).output().expect("id");
+    assert!(
+        out.status.success(),
+        "the unprivileged test user '{TEST_USER}' does not exist: run `bash .ci/setup` (it creates it), or `useradd -m {TEST_USER}`"
+    );
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Builds the fixtures once per test binary. Everything lives under one world-traversable
+/// directory so that the test user can reach the binary and its own rootfs.
+pub fn fixtures() -> &'static Fixtures {
+    static F: OnceLock<Fixtures> = OnceLock::new();
+    F.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let dir = std::env::temp_dir().join(format!("polysandbox-tests-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let bin = dir.join("polysandbox");
+        std::fs::copy(env!("CARGO_BIN_EXE_polysandbox"), &bin).unwrap();
+        let probe = dir.join("probe");
+        sh(Command::new("gcc").args(["-static", "-O1", "-o"]).arg(&probe).arg(root.join("tests/fixtures/probe.c")));
+        let (uid, gid) = if is_root() { (id_of("-u"), id_of("-g")) } else { (0, 0) };
+        let rootfs_root = dir.join("rootfs-root");
+        let rootfs_user = dir.join("rootfs-user");
+        let recipe = root.join("rootfs/busybox.sh");
+        for (dest, owner) in [(&rootfs_root, None), (&rootfs_user, is_root().then_some(TEST_USER))] {
+            let mut c = Command::new("sh");
+            c.arg(&recipe).arg(dest);
+            if let Some(o) = owner {
+                c.arg(o);
+            }
+            sh(&mut c);
+            let p = dest.join("bin/probe");
+            std::fs::copy(&probe, &p).unwrap();
+            if owner.is_some() {
+                std::os::unix::fs::chown(&p, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        Fixtures { dir, bin, rootfs_root, rootfs_user, uid, gid }
+    })
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The modes to test in: root and the unprivileged user when the tests run as root (as CI
+/// does), else only the caller's own unprivileged mode.
+pub fn modes() -> Vec<Mode> {
+    if is_root() {
+        vec![Mode::Root, Mode::User]
+    } else {
+        vec![Mode::User]
+    }
+}
+
+impl Mode {
+    pub fn rootfs(self) -> &'static Path {
+        let f = fixtures();
+        match self {
+            Mode::Root => &f.rootfs_root,
+            Mode::User => &f.rootfs_user,
+        }
+    }
+
+    /// A command that runs `polysandbox` in this mode.
+    pub fn command(self) -> Command {
+        let f = fixtures();
+        match self {
+            Mode::User if is_root() => {
+                let mut c = Command::new("setpriv");
+                c.arg(format!("--reuid={}", f.uid))
+                    .arg(format!("--regid={}", f.gid))
+                    .arg("--clear-groups")
+                    .arg("--inh-caps=-all")
+                    .arg(&f.bin);
+                c.env("HOME", "/tmp");
+                c
+            }
+            _ => Command::new(&f.bin),
+        }
+    }
+
+    /// `polysandbox run --rootfs <rootfs> OPTS -- CMD...`, with a safety timeout.
+    pub fn run(self, opts: &[&str], cmd: &[&str]) -> Output {
+        self.run_stdin(opts, cmd, Stdio::null())
+    }
+
+    pub fn run_stdin(self, opts: &[&str], cmd: &[&str], stdin: Stdio) -> Output {
+        let mut c = self.command();
+        c.arg("run").arg("--rootfs").arg(self.rootfs());
+        if !opts.iter().any(|o| o.starts_with("--timeout")) {
+            c.arg("--timeout=60s");
+        }
+        c.args(opts).arg("--").args(cmd).stdin(stdin);
+        c.output().expect("run polysandbox")
+    }
+
+    /// Runs with `--stats-json` and returns (output, usage record).
+    pub fn run_stats(self, opts: &[&str], cmd: &[&str]) -> (Output, serde_json::Value) {
+        let path = self.writable_file("stats.json");
+        let flag = format!("--stats-json={}", path.display());
+        let mut all: Vec<&str> = opts.to_vec();
+        all.push(&flag);
+        let out = self.run(&all, cmd);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let _ = std::fs::remove_file(&path);
+        let v = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!("{self:?}: no usage record ({e}); stderr: {}", String::from_utf8_lossy(&out.stderr))
+        });
+        (out, v)
+    }
+
+    /// A fresh, empty file in the fixtures directory that this mode's user may write.
+    pub fn writable_file(self, name: &str) -> PathBuf {
+        let f = fixtures();
+        let path = f.dir.join(format!("{}-{name}", unique()));
+        std::fs::write(&path, "").unwrap();
+        if self == Mode::User && is_root() {
+            std::os::unix::fs::chown(&path, Some(f.uid), Some(f.gid)).unwrap();
+        }
+        path
+    }
+
+    /// A fresh directory that this mode's user owns.
+    pub fn owned_dir(self, name: &str) -> PathBuf {
+        let f = fixtures();
+        let path = f.dir.join(format!("{}-{name}", unique()));
+        std::fs::create_dir_all(&path).unwrap();
+        if self == Mode::User && is_root() {
+            std::os::unix::fs::chown(&path, Some(f.uid), Some(f.gid)).unwrap();
+        }
+        path
+    }
+}
+
+pub fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+/// Every `ps-*` cgroup directory under any `polysandbox` parent in the mounted hierarchies,
+/// whose owner pid is `owner` (None: any).
+pub fn polysandbox_cgroups(owner: Option<u32>) -> Vec<String> {
+    let out = Command::new("find")
+        .args(["/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "-path", "*/polysandbox/ps-*"])
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| owner.is_none_or(|p| l.contains(&format!("/ps-{p}-"))))
+        .map(String::from)
+        .collect();
+    v.sort();
+    v
+}
+
+/// `ps-<pid>-<start>` cgroups whose owner process no longer exists.
+pub fn stale_cgroups() -> Vec<String> {
+    polysandbox_cgroups(None)
+        .into_iter()
+        .filter(|p| {
+            let name = p.rsplit('/').next().unwrap_or("");
+            let pid = name.split('-').nth(1).unwrap_or("0");
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .collect()
+}
+
+/// Pids of processes whose command line starts with `prefix` (the program and its first
+/// arguments, not a mention of them in another command's arguments).
+pub fn processes_running(prefix: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            if String::from_utf8_lossy(&cmd).replace('\0', " ").starts_with(prefix) {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Mount points of the host (our mount namespace), as a sorted list.
+pub fn host_mounts() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .filter_map(|l| l.split(' ').nth(4).map(String::from))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Pids of processes whose command line contains `marker`.
+pub fn processes_with(marker: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        if let Ok(cmd) = std::fs::read(format!("/proc/{pid}/cmdline")) {
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            if cmd.contains(marker) && pid != std::process::id() {
+                found.push(pid);
+            }
+        }
+    }
+    found
+}
+
+/// Waits up to `secs` for `cond`.
+pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    cond()
+}
