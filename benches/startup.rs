@@ -75,7 +75,11 @@ fn bundle(dir: &Path, rootfs: &Path, rootless: bool) {
 fn run_alternating(tools: &[Tool], runs: usize) -> Vec<(String, Vec<Duration>)> {
     let mut times: Vec<Vec<Duration>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
     for i in 0..runs + 10 {
-        for (t, tool) in tools.iter().enumerate() {
+        // The starting tool rotates each round, so that none always follows the same one (a
+        // tool's background clean-up, e.g. runc's, would otherwise always land on its follower).
+        for k in 0..tools.len() {
+            let t = (i + k) % tools.len();
+            let tool = &tools[t];
             let mut c = (tool.cmd)(i);
             c.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
             let start = Instant::now();

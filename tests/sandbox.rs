@@ -478,3 +478,59 @@ fn cgroup_v2_backend_on_the_unified_tree() {
     // The cgroup namespace hides the host's cgroup path.
     assert!(stdout(&o).contains("0::/\n"), "{}", stdout(&o));
 }
+
+#[test]
+fn cpus_limit_throttles() {
+    for m in modes() {
+        // Two spinners for 1.5 s of wall clock with --cpus 0.5: at most ~0.75 s of CPU (plus
+        // scheduling slack) instead of up to 3 s.
+        let (o, s) = m.run_stats(&["--cpus", "0.5", "--timeout", "1500ms"], &sh("while :; do :; done & while :; do :; done"));
+        assert_eq!(code(&o), 124, "{m:?}: {s}");
+        let cpu = s["cpu_total_s"].as_f64().unwrap();
+        assert!(cpu < 1.2, "{m:?}: {cpu} s of CPU with --cpus 0.5: {s}");
+        let by = s["limits"]["cpus"]["enforced_by"].as_str().unwrap();
+        match m {
+            Mode::Root => assert_eq!(by, "cgroup v1"),
+            Mode::User => {
+                assert_eq!(by, "cpu affinity");
+                let o = m.run(&["--cpus", "1", "-q"], &["nproc"]);
+                assert_eq!(stdout(&o), "1\n", "{m:?}: affinity not applied");
+            }
+        }
+    }
+}
+
+#[test]
+fn nofile_limit() {
+    for m in modes() {
+        let o = m.run(&["--nofile", "64"], &sh("ulimit -n"));
+        assert_eq!(stdout(&o), "64\n", "{m:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn user_namespaces_disabled_names_the_sysctl() {
+    // User-namespace limits are per namespace: inside a child namespace whose own
+    // user.max_user_namespaces is 0, creating the sandbox's namespace fails as it would on a
+    // host with the sysctl at 0, without touching the host's setting.
+    let f = fixtures();
+    for m in modes() {
+        let mut c = m.command();
+        let mut args: Vec<std::ffi::OsString> = c.get_args().map(|a| a.to_owned()).collect();
+        let prog = c.get_program().to_owned();
+        let script = format!(
+            "echo 0 > /proc/sys/user/max_user_namespaces && exec {} run --rootfs {} -- /bin/true",
+            f.bin.display(),
+            m.rootfs().display()
+        );
+        c = std::process::Command::new(if m == Mode::Root { "unshare".into() } else { prog });
+        if m == Mode::User {
+            args.pop();
+            c.args(args).arg("unshare");
+        }
+        let o = c.args(["-Ur", "/bin/sh", "-c", &script]).output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("user.max_user_namespaces is 0"), "{m:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{m:?}: {}", stderr(&o));
+    }
+}
