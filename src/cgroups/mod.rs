@@ -73,6 +73,9 @@ pub trait Group {
     /// Moves `pid` in (for backends that cannot start it there).
     fn attach(&self, pid: i32) -> io::Result<()>;
     fn usage(&self) -> Usage;
+    /// Moves `pid` (an init that has reported and is only tearing down) out of the group, so
+    /// that the group can be removed without waiting for it.
+    fn park(&self, pid: i32);
     /// Kills every process still in the group and removes it.
     fn destroy(&mut self);
 }

@@ -92,6 +92,13 @@ impl Group for V1Group {
         let pids_limit_hits = self.pids.as_deref().map(pids::limit_hits).unwrap_or(0);
         Usage { memory_peak, oom_kills, pids_limit_hits }
     }
+    fn park(&self, pid: i32) {
+        for d in self.dirs() {
+            if let Some(parent) = d.parent() {
+                let _ = super::write(parent, "cgroup.procs", &pid.to_string());
+            }
+        }
+    }
     fn destroy(&mut self) {
         for d in [self.memory.take(), self.pids.take(), self.cpu.take()].into_iter().flatten() {
             kill_and_remove(&d);

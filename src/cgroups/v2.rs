@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 
 pub struct V2Group {
     dir: Option<PathBuf>,
+    /// Where a finished init is parked: our own cgroup (writable to us, as we live in it).
+    own: Option<PathBuf>,
     fd: i32,
     enforces: Limits,
 }
@@ -65,7 +67,8 @@ pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Gr
     let c = CString::new(dir.as_os_str().as_bytes()).expect("cgroup path has no NUL");
     // SAFETY: c is a valid C string.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
-    let mut g = V2Group { dir: Some(dir.clone()), fd, enforces: Limits::default() };
+    let own = mounts.v2_own().map(|(mp, p)| mp.join(p.trim_start_matches('/')));
+    let mut g = V2Group { dir: Some(dir.clone()), own, fd, enforces: Limits::default() };
     if fd < 0 {
         let e = io::Error::last_os_error();
         g.destroy();
@@ -110,6 +113,11 @@ impl Group for V2Group {
         let Some(dir) = &self.dir else { return Usage::default() };
         let (memory_peak, oom_kills) = memory::usage_v2(dir);
         Usage { memory_peak, oom_kills, pids_limit_hits: pids::limit_hits(dir) }
+    }
+    fn park(&self, pid: i32) {
+        if let Some(own) = &self.own {
+            let _ = super::write(own, "cgroup.procs", &pid.to_string());
+        }
     }
     fn destroy(&mut self) {
         if self.fd >= 0 {

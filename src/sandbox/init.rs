@@ -30,6 +30,11 @@ pub struct InitReport {
     /// Bytes used and total of the writable layer.
     pub disk_used: u64,
     pub disk_total: u64,
+    /// CPU seconds (user, system) and largest RSS (KiB) of every process of the sandbox: all
+    /// were reaped by the init before it reported.
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+    pub maxrss_kib: u64,
 }
 
 fn send(sock: RawFd, r: &InitReport) {
@@ -43,6 +48,9 @@ pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let code = match setup_and_run(plan, sock_fd) {
         Ok(report) => {
             send(sock_fd, &report);
+            // Stay (not exiting: an exiting task cannot be moved) until the supervisor has
+            // moved us out of the sandbox's cgroup and closed its end.
+            let _ = sys::recv_msg(sock_fd);
             0
         }
         Err(msg) => {
@@ -96,13 +104,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 
     let exec = ExecPlan::new(plan)?;
-    // SAFETY: the init is single-threaded; the child only runs `exec.run`, which execs or
-    // _exits.
-    let cmd = match unsafe { libc::fork() } {
-        -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
-        0 => exec.run(plan, sock),
-        pid => pid,
-    };
+    let cmd = spawn(&exec, plan, sock)?;
     super::trace::step("init: command forked");
     let mut report = supervise(plan, cmd);
     super::trace::step("init: command reaped");
@@ -112,6 +114,35 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
         report.disk_used = (st.blocks() - st.blocks_free()) * bs;
     }
     Ok(report)
+}
+
+/// Starts the command as posix_spawn does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of its
+/// own, so that neither the page tables are copied nor pages faulted in twice; the init sleeps
+/// until the child has exec'd (or failed and exited).
+fn spawn(exec: &ExecPlan, plan: &Plan, sock: RawFd) -> Result<i32, String> {
+    struct Ctx<'a> {
+        exec: &'a ExecPlan,
+        plan: &'a Plan<'a>,
+        sock: RawFd,
+    }
+    extern "C" fn entry(arg: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: arg is the Ctx below, alive while the parent is suspended (CLONE_VFORK).
+        let ctx = unsafe { &*(arg as *const Ctx) };
+        ctx.exec.run(ctx.plan, ctx.sock)
+    }
+    const STACK: usize = 512 * 1024;
+    let mut stack = vec![0u8; STACK];
+    let ctx = Ctx { exec, plan, sock };
+    // SAFETY: the stack is ours and outlives the child's use of it (the parent resumes only
+    // after the child exec'd or exited); the stack grows down from its end, 16-byte aligned.
+    let pid = unsafe {
+        let top = (stack.as_mut_ptr().add(STACK) as usize & !15) as *mut libc::c_void;
+        libc::clone(entry, top, libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD, &ctx as *const Ctx as *mut libc::c_void)
+    };
+    if pid < 0 {
+        return Err(format!("clone: {}", std::io::Error::last_os_error()));
+    }
+    Ok(pid)
 }
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
@@ -167,6 +198,24 @@ fn supervise(plan: &Plan, cmd: i32) -> InitReport {
                 break;
             }
         }
+    }
+    // The command has ended: so does everything else, now, and it is all reaped here, so that
+    // the report is final and the supervisor need not wait for the namespaces' teardown.
+    // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
+    unsafe { libc::kill(-1, libc::SIGKILL) };
+    loop {
+        let mut st = 0;
+        // SAFETY: plain wait.
+        let r = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            break;
+        }
+    }
+    if let Ok(u) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN) {
+        let t = |tv: nix::sys::time::TimeVal| tv.tv_sec() as f64 + tv.tv_usec() as f64 / 1e6;
+        report.cpu_user = t(u.user_time());
+        report.cpu_system = t(u.system_time());
+        report.maxrss_kib = u.max_rss() as u64;
     }
     report.rss_sum_peak = watch.rss_peak;
     report.tasks_peak = watch.tasks_peak;

@@ -168,6 +168,7 @@ pub(crate) struct Plan<'a> {
 /// Runs `spec` to completion and reports what happened.
 pub fn run(spec: &Spec) -> Result<Report, Error> {
     let started = Instant::now();
+    monitor::reap_finished();
     trace::init();
     trace::step("start");
 
@@ -263,11 +264,20 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let wall = started.elapsed();
     trace::step("init reaped");
 
-    // 9. Measure, remove the cgroup, report.
+    // 9. Measure, remove the cgroup, report. An init that reported is alone in its cgroup and
+    //    only tearing its namespaces down: it is moved out, so the cgroup goes now.
     let usage = cgroup.as_ref().map(|g| g.usage()).unwrap_or_default();
     let cgroup_kind = cgroup.as_ref().map(|g| g.kind());
     if let Some(g) = cgroup.as_mut() {
+        if outcome.init_running {
+            g.park(child.pid);
+        }
         g.destroy();
+    }
+    // Closing the socket lets a reported init exit.
+    drop(sup_sock);
+    if outcome.init_running {
+        monitor::reap_later(child);
     }
     drop(sigfd);
     trace::step("cgroup removed");

@@ -66,7 +66,13 @@ impl Child {
         self.kill();
         let _ = self.reap();
     }
-    fn reap(&self) -> (i32, libc::rusage) {
+    /// Has the init exited (a zombie now, or reaped)? Does not block.
+    pub fn exited(&self) -> bool {
+        let mut p = libc::pollfd { fd: self.pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut p, 1, 0) > 0 }
+    }
+    pub fn reap(&self) -> (i32, libc::rusage) {
         let mut st = 0;
         // SAFETY: rusage is plain data.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -91,10 +97,13 @@ pub enum Stop {
 #[derive(Debug)]
 pub struct Outcome {
     pub init: Option<InitReport>,
-    /// wait status of the init itself.
+    /// wait status of the init itself, when it was reaped.
     pub init_status: i32,
-    /// CPU time of the whole sandbox (every process was reaped inside it).
+    /// The init's rusage (its whole tree), when it was reaped.
     pub rusage: libc::rusage,
+    /// The init sent its final report (everything else dead and reaped) and is still tearing
+    /// its namespaces down: the supervisor did not wait for that.
+    pub init_running: bool,
     pub stopped: Option<Stop>,
     /// Bytes of stdout+stderr, when counted.
     pub output_bytes: Option<u64>,
@@ -167,6 +176,11 @@ pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[Owned
         if pfds[1].revents & libc::POLLIN != 0 {
             if let Ok(Some((data, _))) = sys::recv_msg(sock.as_raw_fd()) {
                 if let Ok(r) = serde_json::from_slice::<InitReport>(&data) {
+                    // A final report means every process but the init is dead and reaped: the
+                    // run is over (an error report: the init exits at once; wait for it).
+                    if r.error.is_none() {
+                        exited = true;
+                    }
                     init_report = Some(r);
                 }
             }
@@ -218,6 +232,38 @@ pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[Owned
             }
         }
     }
-    let (init_status, rusage) = child.reap();
-    Outcome { init: init_report, init_status, rusage, stopped, output_bytes: output.map(|o| o.total) }
+    let final_report = init_report.as_ref().is_some_and(|r| r.error.is_none());
+    let (init_status, rusage, init_running) = if final_report && !child.exited() {
+        // SAFETY: rusage is plain data; it is not read when the report has the figures.
+        (0, unsafe { std::mem::zeroed() }, true)
+    } else {
+        let (st, ru) = child.reap();
+        (st, ru, false)
+    };
+    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes: output.map(|o| o.total) }
+}
+
+/// Inits that reported and were left to finish tearing down; reaped by a later run (or by
+/// whoever inherits them when this process exits).
+static PENDING: std::sync::Mutex<Vec<Child>> = std::sync::Mutex::new(Vec::new());
+
+pub fn reap_later(child: Child) {
+    if child.exited() {
+        child.reap();
+    } else if let Ok(mut p) = PENDING.lock() {
+        p.push(child);
+    }
+}
+
+pub fn reap_finished() {
+    if let Ok(mut p) = PENDING.lock() {
+        p.retain(|c| {
+            if c.exited() {
+                c.reap();
+                false
+            } else {
+                true
+            }
+        });
+    }
 }

@@ -120,7 +120,7 @@ pub(crate) fn build(
     let (peak, peak_source) = match usage.memory_peak {
         Some(p) => (p, format!("{} memory controller", cgroup.unwrap_or("cgroup"))),
         None => {
-            let maxrss = out.rusage.ru_maxrss as u64 * 1024;
+            let maxrss = if init.status.is_some() { init.maxrss_kib * 1024 } else { out.rusage.ru_maxrss as u64 * 1024 };
             if init.rss_sum_peak > maxrss {
                 (init.rss_sum_peak, "sum of the processes' RSS, sampled".to_string())
             } else {
@@ -128,8 +128,12 @@ pub(crate) fn build(
             }
         }
     };
-    let user = secs(out.rusage.ru_utime);
-    let system = secs(out.rusage.ru_stime);
+    // The init's own figures (it reaped everything) when it reported, else its rusage.
+    let (user, system) = if init.status.is_some() {
+        (init.cpu_user, init.cpu_system)
+    } else {
+        (secs(out.rusage.ru_utime), secs(out.rusage.ru_stime))
+    };
     let disk_limit_reached = lim.disk.is_some() && init.disk_total > 0 && init.disk_used + 64 * 1024 >= init.disk_total;
     let pids_limit_reached = usage.pids_limit_hits > 0 || fb.pids_rlimit.is_some_and(|p| init.tasks_peak >= p);
 
