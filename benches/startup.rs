@@ -94,6 +94,17 @@ fn run_alternating(tools: &[Tool], runs: usize) -> Vec<(String, Vec<Duration>)> 
     tools.iter().map(|t| t.name.to_string()).zip(times).collect()
 }
 
+fn med_of(rows: &[(String, Vec<Duration>)], name: &str) -> Option<f64> {
+    rows.iter().find(|(n, _)| n == name).map(|(_, v)| median(&mut v.clone()).as_secs_f64())
+}
+
+/// Prints one goal line: `a / b` against `limit` (at most, or at least).
+fn goal(what: &str, ratio: Option<f64>, limit: f64, at_most: bool) {
+    let Some(r) = ratio else { return println!("goal  {what}: not measured") };
+    let met = if at_most { r <= limit } else { r >= limit };
+    println!("goal  {what}: {r:.2}x ({} {limit}x) {}", if at_most { "at most" } else { "at least" }, if met { "MET" } else { "NOT MET" });
+}
+
 fn print_table(title: &str, mut rows: Vec<(String, Vec<Duration>)>, base: &str) {
     println!("\n{title}");
     println!("{:<34} {:>10} {:>10} {:>22}", "tool", "median ms", "p90 ms", format!("median / {base}"));
@@ -160,7 +171,13 @@ fn main() {
         Tool { name: "runc run", cmd: Box::new({ let bd = bd.clone(); move |i| { let mut c = Command::new("runc"); c.args(["run", "--bundle", &bd, &format!("psb-bench-runc-{i}")]); c } }) },
     ];
     let rows = run_alternating(&tools, runs);
+    let lim = med_of(&rows, "polysandbox --memory --pids --cpus");
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?);
+    let (bw, cr, rc) = (med_of(&rows, "bwrap --unshare-all"), med_of(&rows, "crun run"), med_of(&rows, "runc run"));
     print_table("as root: /bin/true", rows, "polysandbox");
+    goal("polysandbox with limits / bwrap (as root)", ratio(lim, bw), 1.2, true);
+    goal("crun / polysandbox with limits", ratio(cr, lim), 1.5, false);
+    goal("runc / polysandbox with limits", ratio(rc, lim), 4.0, false);
 
     // --- rootless (no cgroup delegated: polysandbox's limits fall back)
     let mut tools = vec![
@@ -190,7 +207,10 @@ fn main() {
         println!("(runc rootless does not run here; left out)");
     }
     let rows = run_alternating(&tools, runs);
+    let lim = med_of(&rows, "polysandbox --memory --pids (rootless)");
+    let bw = med_of(&rows, "bwrap --unshare-all (rootless)");
     print_table("rootless: /bin/true", rows, "polysandbox (rootless)");
+    goal("polysandbox with limits / bwrap (rootless)", lim.zip(bw).map(|(a, b)| a / b), 1.2, true);
 
     // --- 64 x python3 -c 'print(1)', 8 at a time
     let pyroot = dir.join("pyroot");
@@ -238,5 +258,7 @@ fn main() {
         let m = median(v);
         println!("{:<34} {:>12.1} {:>19.2}x", name, ms(m), m.as_secs_f64() / hostm.as_secs_f64());
     }
+    let with_limits = median(&mut t[2].1.clone());
+    goal("64 runs, 8 at a time, polysandbox with limits / host", Some(with_limits.as_secs_f64() / hostm.as_secs_f64()), 1.15, true);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -3,10 +3,12 @@
 //! - [`sandbox`]: one command in its own namespaces, limits and usage record;
 //! - [`cgroups`]: the v1 and v2 backends, a file per controller;
 //! - [`seccomp`]: Docker-format profiles compiled to BPF;
+//! - [`reference`]: image references, normalised as podman does;
 //! - [`cli`]: the command line, a file per subcommand.
 
 pub mod cgroups;
 pub mod cli;
+pub mod reference;
 pub mod sandbox;
 pub mod seccomp;
 pub mod units;
