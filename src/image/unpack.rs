@@ -1,0 +1,569 @@
+//! Applying image layers to a directory, safely.
+//!
+//! The `tar` crate (0.4.46 or later: consistent PAX handling) is used as a parser only. Every
+//! entry is created relative to an fd of its parent directory, and that parent is opened
+//! from the root with `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`: nothing is ever
+//! created outside the root, and nothing is written through a symlink (an archive that tries,
+//! e.g. `evil -> /etc` then `evil/passwd`, or a symlink to `/` replacing a directory as in
+//! CVE-2021-29136, is refused). Hard links resolve their target the same way.
+//!
+//! The stream is verified as it is read: the compressed bytes against the layer digest, the
+//! uncompressed bytes against the DiffID, and their count against the size cap. gzip
+//! (multi-member), zstd and plain tar are told apart by their magic bytes.
+//!
+//! [`unpack_image`] builds the whole rootfs in a temporary directory beside the destination
+//! and renames it into place only when every layer applied and verified: a refused or corrupt
+//! image leaves nothing behind.
+
+use sha2::{Digest, Sha256};
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::io::{self, BufRead, BufReader, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// How to unpack.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Unprivileged: device nodes are skipped, setuid/setgid bits stripped, files owned by
+    /// the caller, privileged xattrs skipped.
+    pub rootless: bool,
+    /// Refuse an image whose layers unpack to more than this many bytes (tar stream bytes).
+    pub max_unpacked: u64,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            // SAFETY: geteuid cannot fail.
+            rootless: unsafe { libc::geteuid() } != 0,
+            max_unpacked: 64 << 30,
+        }
+    }
+}
+
+/// One layer to apply: its bytes and what they must hash to.
+pub struct Layer<R> {
+    pub reader: R,
+    /// `sha256:…` of the bytes as stored (compressed), if known.
+    pub digest: Option<String>,
+    /// `sha256:…` of the uncompressed tar, if known.
+    pub diff_id: Option<String>,
+}
+
+/// What unpacking changed relative to the archive (shown by `inspect`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Changes {
+    pub device_nodes_skipped: u64,
+    pub setid_bits_stripped: u64,
+    pub ownership_taken: u64,
+    pub xattrs_skipped: u64,
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// Why unpacking refused an image. One line for the user.
+#[derive(Debug)]
+pub struct Error(pub String);
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+type Result<T> = std::result::Result<T, Error>;
+
+fn err<T>(msg: impl Into<String>) -> Result<T> {
+    Err(Error(msg.into()))
+}
+
+/// Applies `layers` in order into a new directory `dest` (which must not exist), atomically.
+pub fn unpack_image<R: Read>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options) -> Result<Changes> {
+    if dest.exists() {
+        return err(format!("{} exists already", dest.display()));
+    }
+    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = dest.file_name().ok_or_else(|| Error(format!("invalid destination {}", dest.display())))?;
+    let tmp = parent.join(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
+    let _ = remove_tree(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
+    let result = (|| {
+        let root = open_dir(&tmp)?;
+        let mut total = Changes::default();
+        for (i, layer) in layers.into_iter().enumerate() {
+            let c = apply_layer(layer, root.as_raw_fd(), opts, total.bytes).map_err(|e| Error(format!("layer {}: {e}", i + 1)))?;
+            total.device_nodes_skipped += c.device_nodes_skipped;
+            total.setid_bits_stripped += c.setid_bits_stripped;
+            total.ownership_taken += c.ownership_taken;
+            total.xattrs_skipped += c.xattrs_skipped;
+            total.entries += c.entries;
+            total.bytes += c.bytes;
+        }
+        Ok(total)
+    })();
+    match result {
+        Ok(c) => {
+            std::fs::rename(&tmp, dest).map_err(|e| Error(format!("rename into {}: {e}", dest.display())))?;
+            Ok(c)
+        }
+        Err(e) => {
+            let _ = remove_tree(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// A reader that hashes and counts what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hash: Sha256,
+    count: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hash.update(&buf[..n]);
+        self.count += n as u64;
+        if self.count > self.limit {
+            return Err(io::Error::other(format!("unpacked size exceeds the limit of {} bytes (--max-unpacked-size)", self.limit)));
+        }
+        Ok(n)
+    }
+}
+
+fn hex_digest(h: Sha256) -> String {
+    let bytes = h.finalize();
+    let mut s = String::with_capacity(71);
+    s.push_str("sha256:");
+    for b in bytes {
+        s.push_str(&format!("{b:02x}"));
+    }
+    s
+}
+
+/// Applies one layer onto the directory `root`. `already` bytes were unpacked by earlier
+/// layers (counted against the cap).
+pub fn apply_layer<R: Read>(layer: Layer<R>, root: RawFd, opts: &Options, already: u64) -> Result<Changes> {
+    let compressed = Hashing { inner: layer.reader, hash: Sha256::new(), count: 0, limit: u64::MAX };
+    let mut buffered = BufReader::with_capacity(256 * 1024, compressed);
+    let magic = buffered.fill_buf().map_err(|e| Error(format!("read: {e}")))?.get(..4).map(|m| m.to_vec()).unwrap_or_default();
+    let kind = if magic.starts_with(&[0x1f, 0x8b]) {
+        "gzip"
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        "zstd"
+    } else {
+        "tar"
+    };
+    let limit = opts.max_unpacked.saturating_sub(already);
+    let decompressed: Box<dyn Read + '_> = match kind {
+        "gzip" => Box::new(flate2::bufread::MultiGzDecoder::new(&mut buffered)),
+        "zstd" => Box::new(zstd::stream::read::Decoder::with_buffer(&mut buffered).map_err(|e| Error(format!("zstd: {e}")))?),
+        _ => Box::new(&mut buffered),
+    };
+    let mut tar_stream = Hashing { inner: decompressed, hash: Sha256::new(), count: 0, limit };
+    let changes = {
+        let mut archive = tar::Archive::new(&mut tar_stream);
+        apply_entries(&mut archive, root, opts).map_err(|e| match kind {
+            "tar" => e,
+            k => Error(format!("{e} (a corrupt {k} stream is reported so too)")),
+        })?
+    };
+    // Read to the end: trailing padding counts towards both digests.
+    io::copy(&mut tar_stream, &mut io::sink()).map_err(|e| Error(format!("corrupt {kind} stream: {e}")))?;
+    let diff_id = hex_digest(std::mem::take(&mut tar_stream.hash));
+    let bytes = tar_stream.count;
+    drop(tar_stream);
+    io::copy(&mut buffered, &mut io::sink()).map_err(|e| Error(format!("read: {e}")))?;
+    let digest = hex_digest(std::mem::take(&mut buffered.get_mut().hash));
+    if let Some(want) = &layer.digest {
+        if *want != digest {
+            return err(format!("digest mismatch: expected {want}, got {digest}"));
+        }
+    }
+    if let Some(want) = &layer.diff_id {
+        if *want != diff_id {
+            return err(format!("DiffID mismatch: expected {want}, got {diff_id}"));
+        }
+    }
+    Ok(Changes { bytes, ..changes })
+}
+
+/// A path inside the root, as components. Leading `/` and `./` are dropped; `..` is refused.
+fn components(raw: &[u8]) -> Result<Vec<String>> {
+    let s = std::str::from_utf8(raw).map_err(|_| Error(format!("non-UTF-8 path {:?}", String::from_utf8_lossy(raw))))?;
+    let mut out = Vec::new();
+    for c in s.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return err(format!("path '{s}' escapes the root ('..')")),
+            c => out.push(c.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+fn cstr(s: &str) -> CString {
+    CString::new(s).unwrap_or_else(|_| CString::new("?").unwrap())
+}
+
+fn last_os(what: &str) -> Error {
+    Error(format!("{what}: {}", io::Error::last_os_error()))
+}
+
+#[repr(C)]
+struct OpenHow {
+    flags: u64,
+    mode: u64,
+    resolve: u64,
+}
+const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
+const RESOLVE_NO_SYMLINKS: u64 = 0x04;
+const RESOLVE_BENEATH: u64 = 0x08;
+
+/// Opens the parent directory `comps` under `root`, creating missing components (0755, as
+/// docker does), never leaving the root nor following a symlink.
+fn parent_dir(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
+    match open_beneath(root, comps, what) {
+        Err(_) if !comps.is_empty() && lstat_path(root, comps).is_none() => {
+            let (last, up) = comps.split_last().expect("non-empty");
+            let parent = parent_dir(root, up, what)?;
+            // SAFETY: valid C string and dirfd.
+            if unsafe { libc::mkdirat(parent.as_raw_fd(), cstr(last).as_ptr(), 0o755) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return err(format!("{what}: mkdir {}: {e}", comps.join("/")));
+                }
+            }
+            open_beneath(root, comps, what)
+        }
+        r => r,
+    }
+}
+
+/// lstat of `comps` under `root`, through a parent opened beneath it.
+fn lstat_path(root: RawFd, comps: &[String]) -> Option<libc::stat> {
+    let (last, up) = comps.split_last()?;
+    let parent = open_beneath(root, up, "").ok()?;
+    lstat_at(parent.as_raw_fd(), last)
+}
+
+/// Opens directory `comps` under `root` without leaving it and without following any symlink.
+fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
+    let path = if comps.is_empty() { ".".to_string() } else { comps.join("/") };
+    let c = cstr(&path);
+    let how = OpenHow {
+        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        mode: 0,
+        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+    };
+    // SAFETY: how and c live across the call.
+    let fd = unsafe { libc::syscall(libc::SYS_openat2, root, c.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>()) };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ELOOP) => err(format!("{what}: '{path}' goes through a symlink: refused (a write through a symlink could leave the root)")),
+            Some(libc::EXDEV) => err(format!("{what}: '{path}' leaves the root: refused")),
+            Some(libc::ENOTDIR) => err(format!("{what}: a component of '{path}' is not a directory")),
+            _ => err(format!("{what}: open '{path}': {e}")),
+        };
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
+fn open_dir(p: &Path) -> Result<OwnedFd> {
+    let c = CString::new(p.as_os_str().as_bytes()).map_err(|_| Error("path with NUL".into()))?;
+    // SAFETY: valid C string.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_os(&format!("open {}", p.display())));
+    }
+    // SAFETY: a new fd we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// lstat of `name` in `dir`, or None.
+fn lstat_at(dir: RawFd, name: &str) -> Option<libc::stat> {
+    // SAFETY: st is plain data the kernel fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    let c = cstr(name);
+    // SAFETY: valid pointers.
+    (unsafe { libc::fstatat(dir, c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } == 0).then_some(st)
+}
+
+/// Removes `name` in `dir`, a whole tree if it is a directory, never following symlinks.
+fn remove_at(dir: RawFd, name: &str) -> Result<()> {
+    let Some(st) = lstat_at(dir, name) else { return Ok(()) };
+    let c = cstr(name);
+    if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        // SAFETY: valid C string; O_NOFOLLOW|O_DIRECTORY refuses a swapped-in symlink.
+        let fd = unsafe { libc::openat(dir, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        if fd < 0 {
+            return Err(last_os(&format!("open {name} to remove it")));
+        }
+        // SAFETY: a new fd we own.
+        let sub = unsafe { OwnedFd::from_raw_fd(fd) };
+        for child in list_dir(sub.as_raw_fd())? {
+            remove_at(sub.as_raw_fd(), &child)?;
+        }
+        // SAFETY: valid C string.
+        if unsafe { libc::unlinkat(dir, c.as_ptr(), libc::AT_REMOVEDIR) } != 0 {
+            return Err(last_os(&format!("remove directory {name}")));
+        }
+    } else if unsafe { libc::unlinkat(dir, c.as_ptr(), 0) } != 0 {
+        return Err(last_os(&format!("remove {name}")));
+    }
+    Ok(())
+}
+
+fn list_dir(fd: RawFd) -> Result<Vec<String>> {
+    // A readable fd on the directory (fd may be O_PATH, which reads as empty); fdopendir takes
+    // ownership of it.
+    // SAFETY: valid C string and dirfd.
+    let rd = unsafe { libc::openat(fd, c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if rd < 0 {
+        return Err(last_os("open directory"));
+    }
+    // SAFETY: rd is ours; fdopendir takes it.
+    let d = unsafe { libc::fdopendir(rd) };
+    if d.is_null() {
+        return Err(last_os("read directory"));
+    }
+    let mut out = Vec::new();
+    loop {
+        // SAFETY: d is a valid DIR*.
+        let e = unsafe { libc::readdir(d) };
+        if e.is_null() {
+            break;
+        }
+        // SAFETY: d_name is NUL-terminated.
+        let name = unsafe { std::ffi::CStr::from_ptr((*e).d_name.as_ptr()) }.to_string_lossy().into_owned();
+        if name != "." && name != ".." {
+            out.push(name);
+        }
+    }
+    // SAFETY: closing what we opened.
+    unsafe { libc::closedir(d) };
+    Ok(out)
+}
+
+fn remove_tree(p: &Path) -> Result<()> {
+    match (p.parent(), p.file_name()) {
+        (Some(parent), Some(name)) if p.exists() => {
+            let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+            let d = open_dir(parent)?;
+            remove_at(d.as_raw_fd(), &name.to_string_lossy())
+        }
+        _ => Ok(()),
+    }
+}
+
+fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Options) -> Result<Changes> {
+    let mut changes = Changes::default();
+    // Paths this layer created: an opaque whiteout keeps them.
+    let mut created: HashSet<Vec<String>> = HashSet::new();
+    // Directory mtimes are set last, since writing inside a directory changes its mtime.
+    let mut dir_times: Vec<(Vec<String>, i64)> = Vec::new();
+    let entries = archive.entries().map_err(|e| Error(format!("not a tar archive: {e}")))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| Error(format!("corrupt tar stream: {e}")))?;
+        changes.entries += 1;
+        // CVE-2025-62518-style desync: a PAX size that disagrees with a non-zero ustar size.
+        let ustar = entry.header().size().unwrap_or(0);
+        // (key, value) of the entry's PAX records, read once.
+        let pax: Vec<(String, Vec<u8>)> = match entry.pax_extensions() {
+            Ok(Some(exts)) => exts.flatten().filter_map(|e| Some((e.key().ok()?.to_string(), e.value_bytes().to_vec()))).collect(),
+            _ => Vec::new(),
+        };
+        for (key, value) in &pax {
+            if key == "size" {
+                let pax_size: Option<u64> = std::str::from_utf8(value).ok().and_then(|v| v.trim().parse().ok());
+                if ustar != 0 && pax_size != Some(ustar) {
+                    return err(format!("PAX size {pax_size:?} disagrees with the header size {ustar}: refused (tar desync, CVE-2025-62518)"));
+                }
+            }
+        }
+        let raw_path = entry.path_bytes().into_owned();
+        let comps = components(&raw_path)?;
+        let header = entry.header().clone();
+        let kind = header.entry_type();
+        let Some((name, parent_comps)) = comps.split_last() else {
+            // The root itself: only a directory can be it (a symlink at "." or "/" would send
+            // later entries elsewhere, as in CVE-2021-29136).
+            if kind.is_dir() {
+                continue;
+            }
+            return err(format!("entry '{}' would replace the root with a non-directory: refused", String::from_utf8_lossy(&raw_path)));
+        };
+        let display = comps.join("/");
+        let parent = parent_dir(root, parent_comps, &display)?;
+        let p = parent.as_raw_fd();
+
+        // Whiteouts.
+        if name == ".wh..wh..opq" {
+            for child in list_dir(p)? {
+                let mut cp = parent_comps.to_vec();
+                cp.push(child.clone());
+                if !created.contains(&cp) {
+                    remove_at(p, &child)?;
+                }
+            }
+            continue;
+        }
+        if let Some(target) = name.strip_prefix(".wh.") {
+            if target.is_empty() || target == "." || target == ".." || target.starts_with(".wh.") {
+                return err(format!("invalid whiteout '{display}'"));
+            }
+            remove_at(p, target)?;
+            continue;
+        }
+
+        let mode = header.mode().unwrap_or(0o644) & 0o7777;
+        let (mode, stripped) = if opts.rootless && mode & 0o6000 != 0 { (mode & !0o6000, true) } else { (mode, false) };
+        let uid = header.uid().unwrap_or(0);
+        let gid = header.gid().unwrap_or(0);
+        let mtime = header.mtime().unwrap_or(0) as i64;
+        let c = cstr(name);
+        let existing = lstat_at(p, name);
+        let is_dir_now = existing.is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR);
+
+        match kind {
+            tar::EntryType::Directory => {
+                if existing.is_some() && !is_dir_now {
+                    remove_at(p, name)?;
+                }
+                // SAFETY: valid C string.
+                if !is_dir_now && unsafe { libc::mkdirat(p, c.as_ptr(), 0o700) } != 0 {
+                    return Err(last_os(&format!("mkdir {display}")));
+                }
+                dir_times.push((comps.clone(), mtime));
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                remove_at(p, name)?;
+                // SAFETY: valid C string; O_EXCL|O_NOFOLLOW: a fresh file, never a link.
+                let fd = unsafe { libc::openat(p, c.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o600) };
+                if fd < 0 {
+                    return Err(last_os(&format!("create {display}")));
+                }
+                // SAFETY: a new fd we own.
+                let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+                io::copy(&mut entry, &mut f).map_err(|e| Error(format!("write {display}: {e}")))?;
+            }
+            tar::EntryType::Symlink => {
+                let target = entry.link_name_bytes().ok_or_else(|| Error(format!("symlink {display} without a target")))?;
+                remove_at(p, name)?;
+                let t = CString::new(target.into_owned()).map_err(|_| Error(format!("symlink {display}: target with NUL")))?;
+                // SAFETY: valid C strings. The target is data: it is never followed here.
+                if unsafe { libc::symlinkat(t.as_ptr(), p, c.as_ptr()) } != 0 {
+                    return Err(last_os(&format!("symlink {display}")));
+                }
+            }
+            tar::EntryType::Link => {
+                let target = entry.link_name_bytes().ok_or_else(|| Error(format!("hard link {display} without a target")))?;
+                let tcomps = components(&target).map_err(|e| Error(format!("hard link {display}: {e}")))?;
+                let Some((tname, tparent)) = tcomps.split_last() else {
+                    return err(format!("hard link {display} to the root: refused"));
+                };
+                let tdir = open_beneath(root, tparent, &format!("hard link {display}"))?;
+                if lstat_at(tdir.as_raw_fd(), tname).is_none() {
+                    return err(format!("hard link {display}: target {} does not exist in the image", tcomps.join("/")));
+                }
+                remove_at(p, name)?;
+                // SAFETY: valid C strings; no AT_SYMLINK_FOLLOW: a symlink target links the
+                // symlink itself, never what it points to.
+                if unsafe { libc::linkat(tdir.as_raw_fd(), cstr(tname).as_ptr(), p, c.as_ptr(), 0) } != 0 {
+                    return Err(last_os(&format!("hard link {display}")));
+                }
+                created.insert(comps.clone());
+                continue;
+            }
+            tar::EntryType::Char | tar::EntryType::Block => {
+                if opts.rootless {
+                    changes.device_nodes_skipped += 1;
+                    continue;
+                }
+                remove_at(p, name)?;
+                let dev = libc::makedev(header.device_major().ok().flatten().unwrap_or(0), header.device_minor().ok().flatten().unwrap_or(0));
+                let t = if kind == tar::EntryType::Char { libc::S_IFCHR } else { libc::S_IFBLK };
+                // SAFETY: valid C string.
+                if unsafe { libc::mknodat(p, c.as_ptr(), t | 0o600, dev) } != 0 {
+                    return Err(last_os(&format!("mknod {display}")));
+                }
+            }
+            tar::EntryType::Fifo => {
+                remove_at(p, name)?;
+                // SAFETY: valid C string.
+                if unsafe { libc::mkfifoat(p, c.as_ptr(), 0o600) } != 0 {
+                    return Err(last_os(&format!("mkfifo {display}")));
+                }
+            }
+            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader | tar::EntryType::GNULongName | tar::EntryType::GNULongLink => continue,
+            other => return err(format!("{display}: unsupported tar entry type {other:?}")),
+        }
+        created.insert(comps.clone());
+        if stripped {
+            changes.setid_bits_stripped += 1;
+        }
+
+        // Ownership, mode, xattrs, times, on the entry itself (never through a symlink).
+        let is_symlink = kind == tar::EntryType::Symlink;
+        if opts.rootless {
+            if uid != 0 || gid != 0 {
+                changes.ownership_taken += 1;
+            }
+        } else {
+            // SAFETY: valid C string.
+            if unsafe { libc::fchownat(p, c.as_ptr(), uid as u32, gid as u32, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
+                return Err(last_os(&format!("chown {display}")));
+            }
+        }
+        if !is_symlink {
+            // fchmodat does not follow: the entry was just created by us as a non-symlink.
+            // SAFETY: valid C string.
+            if unsafe { libc::fchmodat(p, c.as_ptr(), mode as libc::mode_t, 0) } != 0 {
+                return Err(last_os(&format!("chmod {display}")));
+            }
+        }
+        {
+            for (key, v) in &pax {
+                let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
+                let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
+                if (opts.rootless && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+                    changes.xattrs_skipped += 1;
+                    continue;
+                }
+                let path = format!("/proc/self/fd/{}/{}", p, name);
+                let (cp, cn) = (cstr(&path), cstr(xname));
+                // SAFETY: valid pointers; lsetxattr does not follow a final symlink.
+                if unsafe { libc::lsetxattr(cp.as_ptr(), cn.as_ptr(), v.as_ptr() as *const libc::c_void, v.len(), 0) } != 0 {
+                    changes.xattrs_skipped += 1;
+                }
+            }
+        }
+        if !kind.is_dir() {
+            let ts = [libc::timespec { tv_sec: mtime, tv_nsec: 0 }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }];
+            // SAFETY: valid pointers.
+            unsafe { libc::utimensat(p, c.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+        }
+    }
+    for (comps, mtime) in dir_times.into_iter().rev() {
+        if let Some((name, parent)) = comps.split_last() {
+            if let Ok(d) = open_beneath(root, parent, "set times") {
+                let ts = [libc::timespec { tv_sec: mtime, tv_nsec: 0 }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }];
+                // SAFETY: valid pointers.
+                unsafe { libc::utimensat(d.as_raw_fd(), cstr(name).as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
+            }
+        }
+    }
+    Ok(changes)
+}
+
+/// The path of a rootfs being built for `dest` (for tests and clean-up checks).
+pub fn partial_path(dest: &Path) -> PathBuf {
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    parent.join(format!(".{}.partial-{}", dest.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(), std::process::id()))
+}
