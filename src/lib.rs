@@ -13,4 +13,5 @@ pub mod image;
 pub mod reference;
 pub mod sandbox;
 pub mod seccomp;
+pub(crate) mod sys;
 pub mod units;

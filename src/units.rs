@@ -3,17 +3,19 @@
 
 use std::time::Duration;
 
+/// `"1.5G"` -> (1.5, "G"): a non-negative decimal number and what follows it.
+fn number_and_unit(s: &str) -> Option<(f64, &str)> {
+    let t = s.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    Some((num.parse().ok()?, unit))
+}
+
 /// A size in bytes: `1024`, `64k`, `512M`, `1.5G`, `2GiB` (binary multiples, as podman and
 /// docker read them).
 pub fn parse_size(s: &str) -> Result<u64, String> {
     let bad = || format!("invalid size '{s}': expected a number with an optional unit b, k, m, g or t (e.g. 512M)");
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(bad());
-    }
-    let value: f64 = num.parse().map_err(|_| bad())?;
+    let (value, unit) = number_and_unit(s).ok_or_else(bad)?;
     let mult: u64 = match unit.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 1,
         "k" | "kb" | "kib" => 1 << 10,
@@ -32,13 +34,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 /// A duration: `60`, `60s`, `1.5m`, `500ms`, `2h`. A bare number is seconds.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let bad = || format!("invalid duration '{s}': expected a number with an optional unit ms, s, m or h (e.g. 60s)");
-    let t = s.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    if num.is_empty() {
-        return Err(bad());
-    }
-    let value: f64 = num.parse().map_err(|_| bad())?;
+    let (value, unit) = number_and_unit(s).ok_or_else(bad)?;
     let secs = match unit {
         "ms" => value / 1000.0,
         "" | "s" => value,

@@ -15,6 +15,7 @@
 //! and renames it into place only when every layer applied and verified: a refused or corrupt
 //! image leaves nothing behind.
 
+use crate::sys;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::ffi::CString;
@@ -214,16 +215,6 @@ fn last_os(what: &str) -> Error {
     Error(format!("{what}: {}", io::Error::last_os_error()))
 }
 
-#[repr(C)]
-struct OpenHow {
-    flags: u64,
-    mode: u64,
-    resolve: u64,
-}
-const RESOLVE_NO_MAGICLINKS: u64 = 0x02;
-const RESOLVE_NO_SYMLINKS: u64 = 0x04;
-const RESOLVE_BENEATH: u64 = 0x08;
-
 /// Opens the parent directory `comps` under `root`, creating missing components (0755, as
 /// docker does), never leaving the root nor following a symlink.
 fn parent_dir(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
@@ -254,25 +245,13 @@ fn lstat_path(root: RawFd, comps: &[String]) -> Option<libc::stat> {
 /// Opens directory `comps` under `root` without leaving it and without following any symlink.
 fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
     let path = if comps.is_empty() { ".".to_string() } else { comps.join("/") };
-    let c = cstr(&path);
-    let how = OpenHow {
-        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
-        mode: 0,
-        resolve: RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-    };
-    // SAFETY: how and c live across the call.
-    let fd = unsafe { libc::syscall(libc::SYS_openat2, root, c.as_ptr(), &how as *const OpenHow, std::mem::size_of::<OpenHow>()) };
-    if fd < 0 {
-        let e = io::Error::last_os_error();
-        return match e.raw_os_error() {
-            Some(libc::ELOOP) => err(format!("{what}: '{path}' goes through a symlink: refused (a write through a symlink could leave the root)")),
-            Some(libc::EXDEV) => err(format!("{what}: '{path}' leaves the root: refused")),
-            Some(libc::ENOTDIR) => err(format!("{what}: a component of '{path}' is not a directory")),
-            _ => err(format!("{what}: open '{path}': {e}")),
-        };
-    }
-    // SAFETY: a new fd we own.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+    let resolve = sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
+    sys::openat2(root, &path, libc::O_PATH | libc::O_DIRECTORY, resolve).or_else(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) => err(format!("{what}: '{path}' goes through a symlink: refused (a write through a symlink could leave the root)")),
+        Some(libc::EXDEV) => err(format!("{what}: '{path}' leaves the root: refused")),
+        Some(libc::ENOTDIR) => err(format!("{what}: a component of '{path}' is not a directory")),
+        _ => err(format!("{what}: open '{path}': {e}")),
+    })
 }
 
 fn open_dir(p: &Path) -> Result<OwnedFd> {

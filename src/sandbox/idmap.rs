@@ -8,7 +8,8 @@
 //! uid 0. The rootfs and bind mounts are idmapped mounts of the same mapping, so root-owned
 //! files appear owned by the sandbox's root without being chowned.
 
-use super::{sys, Error};
+use super::Error;
+use crate::sys;
 use std::os::fd::{OwnedFd, RawFd};
 use std::path::Path;
 

@@ -6,7 +6,8 @@
 //! or our fds); fork the command; then reap, forward the supervisor's signals, run the
 //! watchdogs, and report how the command ended.
 
-use super::{exit, mounts, sys, Plan};
+use super::{exit, mounts, Plan};
+use crate::sys;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

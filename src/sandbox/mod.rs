@@ -18,11 +18,11 @@ mod init;
 mod monitor;
 mod mounts;
 pub mod report;
-mod sys;
 pub(crate) mod trace;
 
 use crate::cgroups::{self, Manager};
 use crate::seccomp;
+use crate::sys;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

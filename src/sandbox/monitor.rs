@@ -2,7 +2,8 @@
 //! pipes (when counted) and a signalfd, with the wall-clock deadline as the poll timeout.
 
 use super::init::InitReport;
-use super::{sys, Limits};
+use super::Limits;
+use crate::sys;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::time::{Duration, Instant};
 

@@ -13,7 +13,7 @@
 //! Every target inside the new root is resolved with openat2(RESOLVE_IN_ROOT), so a symlink
 //! in the image can never send a mount outside it, and mounts are made on the resolved fd.
 
-use super::sys::{self, cstr, fd_path, Result};
+use crate::sys::{self, cstr, fd_path, Result};
 use super::{Network, Spec};
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};

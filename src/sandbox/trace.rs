@@ -24,6 +24,6 @@ pub fn step(what: &str) {
     if ON.load(Ordering::Relaxed) {
         let ms = (now_ns() - T0.load(Ordering::Relaxed)) as f64 / 1e6;
         let line = format!("[{ms:8.3} ms] {:>6} {what}\n", std::process::id());
-        let _ = super::sys::write_all(2, line.as_bytes());
+        let _ = crate::sys::write_all(2, line.as_bytes());
     }
 }

@@ -1,5 +1,6 @@
-//! Thin wrappers over the syscalls the sandbox needs and libc does not wrap (clone3, the new
-//! mount API, openat2), and fd passing. Every error carries what was being done.
+//! Thin wrappers over the syscalls libc does not wrap (clone3, the new mount API, openat2),
+//! and fd passing; used by the sandbox and by layer unpacking. Every error carries what was
+//! being done.
 
 use std::ffi::{CStr, CString};
 use std::io;
