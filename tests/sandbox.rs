@@ -366,11 +366,12 @@ fn bad_input_is_one_clear_line_and_leaves_nothing() {
         (vec!["run", "--tmpfs", "/t:mode=1", "--rootfs", "/tmp", "--", "true"], "only size=N"),
         (vec!["run", "-w", "relative", "--rootfs", "/tmp", "--", "true"], "must be absolute"),
         (vec!["run", "--rootfs", "/", "--", "true"], "host's root"),
-        (vec!["run", "busybox:latest", "true"], "not available yet"),
+        (vec!["run", "busybox:latest", "true"], "is not in the store"),
     ];
     for m in modes() {
+        let store = m.owned_dir("store");
         for (args, want) in &cases {
-            let o = m.command().args(args).output().unwrap();
+            let o = m.command().env("POLYSANDBOX_ROOT", &store).args(args).output().unwrap();
             assert_eq!(code(&o), 125, "{m:?} {args:?}: {}", stderr(&o));
             let err = stderr(&o);
             assert!(err.contains(want), "{m:?} {args:?}: {err}");

@@ -1,5 +1,7 @@
 //! The command line: a thin layer over the library, one file per subcommand.
 
+mod images;
+mod import;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -13,8 +15,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a command in a fresh sandbox on a root filesystem.
+    /// Run a command in a fresh sandbox, on a root filesystem or an image.
     Run(run::RunArgs),
+    /// Import an image from a docker-archive, oci-archive, OCI layout or rootfs tarball.
+    Import(import::ImportArgs),
+    /// List the images in the store.
+    Images(images::ImagesArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit status.
@@ -34,6 +40,8 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Import(args) => import::main(args),
+        Command::Images(args) => images::main(args),
     }
 }
 

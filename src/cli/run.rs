@@ -23,9 +23,12 @@ pub struct RunArgs {
     /// Set an environment variable (K=V), or pass K from the caller's environment.
     #[arg(short = 'e', long = "env", value_name = "K=V")]
     env: Vec<String>,
-    /// Working directory inside the sandbox (created if missing).
-    #[arg(short = 'w', long = "workdir", value_name = "DIR", default_value = "/")]
-    workdir: String,
+    /// Working directory inside the sandbox (created if missing; default: the image's, or /).
+    #[arg(short = 'w', long = "workdir", value_name = "DIR")]
+    workdir: Option<String>,
+    /// Image store directory (for IMAGE).
+    #[arg(long)]
+    root: Option<PathBuf>,
     /// Bind mount HOST:CTR[:ro|rw].
     #[arg(short = 'v', long = "volume", value_name = "HOST:CTR[:ro]")]
     volumes: Vec<String>,
@@ -118,14 +121,41 @@ fn note_fallbacks(r: &sandbox::Report) {
 }
 
 fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Spec, String> {
-    let Some(rootfs) = rootfs else {
-        return Err(match a.args.first() {
-            Some(image) => format!("running an image ('{image}') is not available yet: unpack it and use --rootfs DIR"),
-            None => "no root filesystem: use --rootfs DIR".into(),
-        });
+    // --rootfs DIR CMD..., or IMAGE [CMD...] with the image's entrypoint, command, env,
+    // working directory and user, each overridable.
+    let (rootfs, argv, image_env, image_wd, image_user) = match rootfs {
+        Some(r) => (r, a.args.clone(), Vec::new(), None, None),
+        None => {
+            let image = a.args.first().ok_or("no image and no --rootfs: polysandbox run [OPTIONS] (--rootfs DIR | IMAGE) [CMD...]")?;
+            let store = crate::image::store::Store::open(&a.root.clone().unwrap_or_else(crate::image::store::Store::default_root))?;
+            let (_, config, dir) = crate::image::import::resolve(&store, image)?;
+            let rc = config.config.unwrap_or_default();
+            let mut argv = rc.entrypoint.clone().unwrap_or_default();
+            // `run IMAGE -- CMD`: clap keeps the `--` after a positional.
+            let rest = match a.args.get(1).map(String::as_str) {
+                Some("--") => &a.args[2..],
+                _ => &a.args[1..],
+            };
+            if !rest.is_empty() {
+                argv.extend(rest.iter().cloned());
+            } else {
+                argv.extend(rc.cmd.clone().unwrap_or_default());
+            }
+            if argv.is_empty() {
+                return Err(format!("image {image} has no entrypoint or command: give one after the image"));
+            }
+            let user = match rc.user.as_deref().filter(|u| !u.is_empty()) {
+                Some(u) => Some(image_user(&dir, u)?),
+                None => None,
+            };
+            (dir, argv, rc.env.unwrap_or_default(), rc.working_dir.filter(|w| !w.is_empty()), user)
+        }
     };
-    let mut spec = Spec::new(rootfs, a.args.clone());
-    spec.workdir = a.workdir.clone();
+    let mut spec = Spec::new(rootfs, argv);
+    spec.workdir = a.workdir.clone().or(image_wd).unwrap_or_else(|| "/".into());
+    if let Some(u) = image_user {
+        spec.user = u;
+    }
     spec.hostname = a.hostname.clone();
     spec.network = if a.network == "host" { Network::Host } else { Network::None };
     spec.cgroup_manager = a.cgroup_manager;
@@ -140,7 +170,7 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Spec, String> {
         nofile: a.nofile,
     };
     spec.env = default_env(&spec.hostname);
-    for e in &a.env {
+    for e in image_env.iter().chain(a.env.iter()) {
         let kv = match e.split_once('=') {
             Some((k, _)) if k.is_empty() => return Err(format!("invalid -e '{e}': expected K=V")),
             Some(_) => e.clone(),
@@ -209,6 +239,25 @@ fn parse_tmpfs(t: &str) -> Result<Tmpfs, String> {
         }
     }
     Ok(Tmpfs { target: path.to_string(), size })
+}
+
+/// The image's `User`: `uid[:gid]`, or a name looked up in the image's /etc/passwd.
+fn image_user(rootfs: &std::path::Path, u: &str) -> Result<(u32, u32), String> {
+    if let Ok(ids) = parse_user(u) {
+        return Ok(ids);
+    }
+    let (name, group) = u.split_once(':').unwrap_or((u, ""));
+    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap_or_default();
+    let (uid, gid) = passwd
+        .lines()
+        .find_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() > 3 && f[0] == name).then(|| (f[2].parse().ok(), f[3].parse().ok()))
+        })
+        .and_then(|(u, g)| Some((u?, g?)))
+        .ok_or_else(|| format!("image user '{name}' is not in the image's /etc/passwd"))?;
+    let gid = if group.is_empty() { gid } else { group.parse().map_err(|_| format!("image user '{u}': group must be numeric"))? };
+    Ok((uid, gid))
 }
 
 fn parse_user(u: &str) -> Result<(u32, u32), String> {

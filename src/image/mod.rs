@@ -1,4 +1,7 @@
-//! Images: for now, applying layers safely (`unpack`). The registry client, the store and
-//! `pull`/`import` build on it.
+//! Images: OCI documents (`oci`), safe layer application (`unpack`), the store (`store`) and
+//! importing archives into it (`import`). The registry client builds on these.
 
+pub mod import;
+pub mod oci;
+pub mod store;
 pub mod unpack;

@@ -62,6 +62,9 @@ pub struct Changes {
     pub xattrs_skipped: u64,
     pub entries: u64,
     pub bytes: u64,
+    /// The DiffID (sha256 of the uncompressed tar) of each layer, in order.
+    #[serde(default)]
+    pub diff_ids: Vec<String>,
 }
 
 /// Why unpacking refused an image. One line for the user.
@@ -101,6 +104,7 @@ pub fn unpack_image<R: Read>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options)
             total.xattrs_skipped += c.xattrs_skipped;
             total.entries += c.entries;
             total.bytes += c.bytes;
+            total.diff_ids.extend(c.diff_ids);
         }
         Ok(total)
     })();
@@ -190,7 +194,7 @@ pub fn apply_layer<R: Read>(layer: Layer<R>, root: RawFd, opts: &Options, alread
             return err(format!("DiffID mismatch: expected {want}, got {diff_id}"));
         }
     }
-    Ok(Changes { bytes, ..changes })
+    Ok(Changes { bytes, diff_ids: vec![diff_id], ..changes })
 }
 
 /// A path inside the root, as components. Leading `/` and `./` are dropped; `..` is refused.

@@ -308,6 +308,13 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
     if !spec.workdir.starts_with('/') {
         return Err(Error(format!("working directory '{}' must be absolute", spec.workdir)));
     }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 && spec.user != (0, 0) {
+        return Err(Error(format!(
+            "uid {} gid {} cannot exist in a rootless sandbox, which maps only uid 0 (run as root, or pass --user 0)",
+            spec.user.0, spec.user.1
+        )));
+    }
     if spec.hostname.is_empty() || spec.hostname.len() > 64 {
         return Err(Error(format!("invalid hostname '{}': 1 to 64 characters", spec.hostname)));
     }

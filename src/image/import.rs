@@ -1,0 +1,297 @@
+//! `polysandbox import`: images from archives, for sites with no registry.
+//!
+//! - an OCI image layout directory (`index.json`, `blobs/`), or an oci-archive (its tar);
+//! - a docker-archive (`docker save`: `manifest.json`, config, layer tars), or its directory;
+//! - a plain root filesystem tarball (like `docker import`): one layer, a generated config.
+//!
+//! Archives are opened with the same safe unpacker as layers (into the store's tmp/), blobs
+//! are copied into the store verified against their digests, the rootfs is unpacked with
+//! each layer checked against its DiffID, and only then is the image named in the index.
+
+use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConfig};
+use super::store::{Store, REF_ANNOTATION};
+use super::unpack::{self, Changes, Layer, Options};
+use crate::reference::Reference;
+use std::fs::{self, File};
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+
+pub struct Imported {
+    pub reference: String,
+    pub manifest: String,
+    pub changes: Changes,
+}
+
+/// What an archive or directory holds.
+#[derive(Debug, PartialEq, Eq)]
+enum Kind {
+    OciLayout,
+    DockerArchive,
+}
+
+fn kind_of_dir(d: &Path) -> Option<Kind> {
+    if d.join("index.json").is_file() && d.join("blobs").is_dir() {
+        Some(Kind::OciLayout)
+    } else if d.join("manifest.json").is_file() {
+        Some(Kind::DockerArchive)
+    } else {
+        None
+    }
+}
+
+/// Imports `src` into `store`, named `tag` (else the name the archive carries).
+pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> Result<Imported, String> {
+    let tag = tag.map(|t| Reference::parse(t).map(|r| r.to_string())).transpose()?;
+    let meta = fs::metadata(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    if meta.is_dir() {
+        let kind = kind_of_dir(src).ok_or_else(|| format!("{}: neither an OCI image layout (index.json, blobs/) nor a docker-archive (manifest.json)", src.display()))?;
+        return import_dir(store, src, kind, tag, opts);
+    }
+    // A file: an image archive (extracted, safely, then read as a directory), or a rootfs.
+    let names = tar_names(src)?;
+    let is_image = names.iter().any(|n| n == "index.json" || n == "oci-layout" || n == "manifest.json");
+    if !is_image {
+        return import_rootfs(store, src, tag, opts);
+    }
+    let tmp = store.root.join("tmp").join(format!("archive-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let f = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    let archive_opts = Options { rootless: true, max_unpacked: opts.max_unpacked };
+    let r = unpack::unpack_image(vec![Layer { reader: BufReader::new(f), digest: None, diff_id: None }], &tmp, &archive_opts)
+        .map_err(|e| format!("{}: {e}", src.display()))
+        .and_then(|_| {
+            let kind = kind_of_dir(&tmp).ok_or_else(|| format!("{}: not an image archive", src.display()))?;
+            import_dir(store, &tmp, kind, tag, opts)
+        });
+    let _ = fs::remove_dir_all(&tmp);
+    r
+}
+
+/// The member names of a (possibly compressed) tar, to tell what it is.
+fn tar_names(src: &Path) -> Result<Vec<String>, String> {
+    let f = BufReader::new(File::open(src).map_err(|e| format!("{}: {e}", src.display()))?);
+    let reader = decompressing(f).map_err(|e| format!("{}: {e}", src.display()))?;
+    let mut a = tar::Archive::new(reader);
+    let mut names = Vec::new();
+    for e in a.entries().map_err(|e| format!("{}: not a tar archive: {e}", src.display()))? {
+        let e = e.map_err(|e| format!("{}: corrupt tar archive: {e}", src.display()))?;
+        let p = String::from_utf8_lossy(&e.path_bytes()).trim_start_matches("./").to_string();
+        names.push(p);
+        if names.len() > 64 {
+            break; // image archives name their index in the first entries
+        }
+    }
+    if names.is_empty() {
+        return Err(format!("{}: an empty archive", src.display()));
+    }
+    Ok(names)
+}
+
+fn decompressing<R: std::io::BufRead + 'static>(mut r: R) -> std::io::Result<Box<dyn Read>> {
+    let magic = r.fill_buf()?.get(..4).map(|m| m.to_vec()).unwrap_or_default();
+    Ok(if magic.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(r))
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(zstd::stream::read::Decoder::with_buffer(r)?)
+    } else {
+        Box::new(r)
+    })
+}
+
+fn layer_media(path: &Path) -> Result<&'static str, String> {
+    let mut m = [0u8; 4];
+    let n = File::open(path).and_then(|mut f| f.read(&mut m)).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(if n >= 2 && m[..2] == [0x1f, 0x8b] {
+        oci::MEDIA_LAYER_GZIP
+    } else if n == 4 && m == [0x28, 0xb5, 0x2f, 0xfd] {
+        oci::MEDIA_LAYER_ZSTD
+    } else {
+        oci::MEDIA_LAYER
+    })
+}
+
+/// A path inside an extracted archive, refusing anything that leaves it.
+fn inside(dir: &Path, rel: &str) -> Result<PathBuf, String> {
+    if rel.split('/').any(|c| c == "..") || rel.starts_with('/') {
+        return Err(format!("archive names '{rel}', outside the archive"));
+    }
+    Ok(dir.join(rel))
+}
+
+fn import_dir(store: &Store, dir: &Path, kind: Kind, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    match kind {
+        Kind::OciLayout => import_layout(store, dir, tag, opts),
+        Kind::DockerArchive => import_docker(store, dir, tag, opts),
+    }
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T, String> {
+    let data = fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
+    serde_json::from_slice(&data).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    let index: Index = read_json(&dir.join("index.json"))?;
+    let blob = |d: &str| -> Result<PathBuf, String> {
+        let hex = crate::reference::parse_digest(d)?.split_once(':').map(|(_, h)| h.to_string()).unwrap_or_default();
+        Ok(dir.join("blobs/sha256").join(hex))
+    };
+    // One image: the named one (by --tag's tag, if the layout names several), for our arch.
+    let mut desc = match index.manifests.as_slice() {
+        [] => return Err(format!("{}: the index lists no image", dir.display())),
+        [one] => one.clone(),
+        many => {
+            let want = tag.as_deref().and_then(|t| Reference::parse(t).ok()).and_then(|r| r.tag);
+            many.iter()
+                .find(|d| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).is_some_and(|n| Some(n) == want.as_ref() || n.ends_with(&format!(":{}", want.clone().unwrap_or_default()))))
+                .or_else(|| many.iter().find(|d| d.platform.as_ref().is_some_and(|p| p.architecture == oci::native_arch())))
+                .cloned()
+                .ok_or_else(|| format!("{}: the index lists {} images; name one with --tag", dir.display(), many.len()))?
+        }
+    };
+    let source_name = desc.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).cloned();
+    // A nested index (multi-arch): pick our platform.
+    if desc.media_type == oci::MEDIA_INDEX || desc.media_type == oci::DOCKER_LIST {
+        let nested: Index = read_json(&blob(&desc.digest)?)?;
+        desc = nested
+            .manifests
+            .into_iter()
+            .find(|d| d.platform.as_ref().is_some_and(|p| p.os == "linux" && p.architecture == oci::native_arch()))
+            .ok_or_else(|| format!("{}: no linux/{} image in the index", dir.display(), oci::native_arch()))?;
+    }
+    let manifest_path = blob(&desc.digest)?;
+    let manifest: Manifest = read_json(&manifest_path)?;
+    let mut files = vec![(manifest_path, desc.digest.clone()), (blob(&manifest.config.digest)?, manifest.config.digest.clone())];
+    for l in &manifest.layers {
+        files.push((blob(&l.digest)?, l.digest.clone()));
+    }
+    for (path, digest) in &files {
+        let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        store.put_blob(f, Some(digest))?;
+    }
+    let name = match (tag, source_name) {
+        (Some(t), _) => t,
+        (None, Some(n)) if n.contains('/') || n.contains(':') => Reference::parse(&n)?.to_string(),
+        (None, Some(n)) => Reference::parse(&format!("localhost/imported:{n}"))?.to_string(),
+        (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
+    };
+    finish(store, &desc.digest, &manifest, &name, opts)
+}
+
+#[derive(serde::Deserialize)]
+struct DockerEntry {
+    #[serde(rename = "Config")]
+    config: String,
+    #[serde(rename = "RepoTags", default)]
+    repo_tags: Option<Vec<String>>,
+    #[serde(rename = "Layers")]
+    layers: Vec<String>,
+}
+
+fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    let entries: Vec<DockerEntry> = read_json(&dir.join("manifest.json"))?;
+    let entry = match entries.as_slice() {
+        [one] => one,
+        [] => return Err(format!("{}: manifest.json lists no image", dir.display())),
+        many => {
+            let want = tag.clone().unwrap_or_default();
+            many.iter()
+                .find(|e| e.repo_tags.iter().flatten().any(|t| Reference::parse(t).map(|r| r.to_string()).ok() == Some(want.clone())))
+                .ok_or_else(|| format!("{}: the archive holds {} images; name one with --tag", dir.display(), many.len()))?
+        }
+    };
+    let cfg_path = inside(dir, &entry.config)?;
+    let (cfg_digest, cfg_size) = store.put_blob(File::open(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?, None)?;
+    let mut layers = Vec::new();
+    for l in &entry.layers {
+        let p = inside(dir, l)?;
+        let media = layer_media(&p)?;
+        let (digest, size) = store.put_blob(File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?, None)?;
+        layers.push(Descriptor { media_type: media.into(), digest, size, annotations: None, platform: None });
+    }
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: Some(oci::MEDIA_MANIFEST.into()),
+        config: Descriptor { media_type: oci::MEDIA_CONFIG.into(), digest: cfg_digest, size: cfg_size, annotations: None, platform: None },
+        layers,
+    };
+    let data = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    let (mdigest, _) = store.put_blob(&data[..], None)?;
+    let name = match (tag, entry.repo_tags.as_ref().and_then(|t| t.first())) {
+        (Some(t), _) => t,
+        (None, Some(t)) => Reference::parse(t)?.to_string(),
+        (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
+    };
+    finish(store, &mdigest, &manifest, &name, opts)
+}
+
+fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    let name = tag.ok_or_else(|| format!("{}: a root filesystem tarball has no name; give one with --tag", src.display()))?;
+    let media = layer_media(src)?;
+    let (ldigest, lsize) = store.put_blob(File::open(src).map_err(|e| format!("{}: {e}", src.display()))?, None)?;
+    // Unpack first (under a temporary name): the config needs the DiffID.
+    let tmp = store.root.join("tmp").join(format!("rootfs-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&tmp);
+    let blob = File::open(store.blob_path(&ldigest)?).map_err(|e| e.to_string())?;
+    let changes = unpack::unpack_image(vec![Layer { reader: BufReader::new(blob), digest: Some(ldigest.clone()), diff_id: None }], &tmp, opts).map_err(|e| format!("{}: {e}", src.display()))?;
+    let config = ImageConfig {
+        architecture: oci::native_arch().into(),
+        os: "linux".into(),
+        created: None,
+        config: Some(RunConfig { env: Some(vec!["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()]), cmd: Some(vec!["/bin/sh".into()]), ..Default::default() }),
+        rootfs: RootFs { kind: "layers".into(), diff_ids: changes.diff_ids.clone() },
+    };
+    let cdata = serde_json::to_vec(&config).map_err(|e| e.to_string())?;
+    let (cdigest, csize) = store.put_blob(&cdata[..], None)?;
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: Some(oci::MEDIA_MANIFEST.into()),
+        config: Descriptor { media_type: oci::MEDIA_CONFIG.into(), digest: cdigest, size: csize, annotations: None, platform: None },
+        layers: vec![Descriptor { media_type: media.into(), digest: ldigest, size: lsize, annotations: None, platform: None }],
+    };
+    let mdata = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    let (mdigest, msize) = store.put_blob(&mdata[..], None)?;
+    let dest = store.rootfs_path(&mdigest);
+    if dest.exists() {
+        let _ = fs::remove_dir_all(&tmp);
+    } else if let Err(e) = fs::rename(&tmp, &dest) {
+        let _ = fs::remove_dir_all(&tmp);
+        return Err(format!("store rootfs: {e}"));
+    }
+    store.tag(&name, Descriptor { media_type: oci::MEDIA_MANIFEST.into(), digest: mdigest.clone(), size: msize, annotations: None, platform: None })?;
+    Ok(Imported { reference: name, manifest: mdigest, changes })
+}
+
+/// Unpacks the stored image (verifying each layer's digest and DiffID) and names it.
+fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, opts: &Options) -> Result<Imported, String> {
+    let config: ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
+    if config.rootfs.diff_ids.len() != manifest.layers.len() {
+        return Err(format!("image config lists {} layers, the manifest {}", config.rootfs.diff_ids.len(), manifest.layers.len()));
+    }
+    let dest = store.rootfs_path(mdigest);
+    let mut changes = Changes::default();
+    if !dest.exists() {
+        let mut layers = Vec::new();
+        for (l, diff_id) in manifest.layers.iter().zip(&config.rootfs.diff_ids) {
+            let f = File::open(store.blob_path(&l.digest)?).map_err(|e| format!("layer {}: {e}", l.digest))?;
+            layers.push(Layer { reader: BufReader::new(f), digest: Some(l.digest.clone()), diff_id: Some(diff_id.clone()) });
+        }
+        changes = unpack::unpack_image(layers, &dest, opts).map_err(|e| e.to_string())?;
+    }
+    let size = store.read_blob(mdigest)?.len() as u64;
+    store.tag(name, Descriptor { media_type: oci::MEDIA_MANIFEST.into(), digest: mdigest.into(), size, annotations: None, platform: None })?;
+    Ok(Imported { reference: name.into(), manifest: mdigest.into(), changes })
+}
+
+/// The stored image named `reference`: its manifest digest, config and rootfs directory.
+pub fn resolve(store: &Store, reference: &str) -> Result<(String, ImageConfig, PathBuf), String> {
+    let name = Reference::parse(reference)?.to_string();
+    let desc = store.lookup(&name)?.ok_or_else(|| format!("image {name} is not in the store {} (polysandbox import FILE --tag {name})", store.root.display()))?;
+    let manifest: Manifest = serde_json::from_slice(&store.read_blob(&desc.digest)?).map_err(|e| format!("manifest: {e}"))?;
+    let config: ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
+    let rootfs = store.rootfs_path(&desc.digest);
+    if !rootfs.is_dir() {
+        return Err(format!("image {name}: its rootfs is missing from the store; import it again"));
+    }
+    Ok((desc.digest, config, rootfs))
+}

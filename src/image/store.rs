@@ -1,0 +1,184 @@
+//! The image store: an OCI image layout (blobs by digest, `index.json` naming each image with
+//! the `org.opencontainers.image.ref.name` annotation, so `skopeo copy oci:<store>/oci:<name>`
+//! reads it), and one unpacked rootfs per image, read-only to sandboxes.
+//!
+//! ```text
+//! $POLYSANDBOX_ROOT (default ~/.local/share/polysandbox, /var/lib/polysandbox for root)
+//!   oci/oci-layout, oci/index.json, oci/blobs/sha256/<hex>
+//!   rootfs/<manifest hex>/          unpacked by image::unpack, renamed into place when whole
+//!   tmp/                            partial downloads and imports
+//!   lock                            flock(2) around index updates
+//! ```
+//! Every file is written under a temporary name and renamed; blobs are verified before they
+//! are named by their digest.
+
+use super::oci::{Descriptor, Index};
+use sha2::{Digest, Sha256};
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+
+pub const REF_ANNOTATION: &str = "org.opencontainers.image.ref.name";
+
+pub struct Store {
+    pub root: PathBuf,
+}
+
+/// An exclusive lock on the store, released on drop.
+pub struct Lock(File);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // SAFETY: unlocking our own fd.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+impl Store {
+    /// `$POLYSANDBOX_ROOT`, else the default for this user.
+    pub fn default_root() -> PathBuf {
+        if let Some(r) = std::env::var_os("POLYSANDBOX_ROOT") {
+            return PathBuf::from(r);
+        }
+        // SAFETY: geteuid cannot fail.
+        if unsafe { libc::geteuid() } == 0 {
+            return PathBuf::from("/var/lib/polysandbox");
+        }
+        let data = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("/tmp"));
+        data.join("polysandbox")
+    }
+
+    /// Opens (creating if needed) the store at `root`.
+    pub fn open(root: &Path) -> Result<Store, String> {
+        let s = Store { root: root.to_path_buf() };
+        for d in [s.root.join("oci/blobs/sha256"), s.root.join("rootfs"), s.root.join("tmp")] {
+            fs::create_dir_all(&d).map_err(|e| format!("store {}: {e}", d.display()))?;
+        }
+        let layout = s.root.join("oci/oci-layout");
+        if !layout.exists() {
+            s.write_atomic(&layout, br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+        }
+        if !s.index_path().exists() {
+            s.write_atomic(&s.index_path(), br#"{"schemaVersion":2,"manifests":[]}"#)?;
+        }
+        Ok(s)
+    }
+
+    pub fn lock(&self) -> Result<Lock, String> {
+        let f = File::options().create(true).truncate(false).write(true).open(self.root.join("lock")).map_err(|e| format!("store lock: {e}"))?;
+        // SAFETY: flock on our own fd.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(format!("store lock: {}", io::Error::last_os_error()));
+        }
+        Ok(Lock(f))
+    }
+
+    fn index_path(&self) -> PathBuf {
+        self.root.join("oci/index.json")
+    }
+
+    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, String> {
+        let hex = crate::reference::parse_digest(digest)?.split_once(':').map(|(_, h)| h.to_string()).unwrap_or_default();
+        if !digest.starts_with("sha256:") {
+            return Err(format!("unsupported digest {digest}"));
+        }
+        Ok(self.root.join("oci/blobs/sha256").join(hex))
+    }
+
+    pub fn rootfs_path(&self, manifest_digest: &str) -> PathBuf {
+        self.root.join("rootfs").join(manifest_digest.trim_start_matches("sha256:"))
+    }
+
+    /// Writes `data` to `path` through a temporary file and a rename.
+    pub fn write_atomic(&self, path: &Path, data: &[u8]) -> Result<(), String> {
+        let tmp = self.root.join("tmp").join(format!("write-{}-{}", std::process::id(), unique()));
+        let r = (|| {
+            let mut f = File::create(&tmp)?;
+            f.write_all(data)?;
+            f.sync_data()?;
+            fs::rename(&tmp, path)
+        })();
+        if let Err(e) = r {
+            let _ = fs::remove_file(&tmp);
+            return Err(format!("write {}: {e}", path.display()));
+        }
+        Ok(())
+    }
+
+    /// Stores a blob from `reader`, verifying it hashes to `digest` (if given); returns its
+    /// digest and size. A blob already present is not written again.
+    pub fn put_blob(&self, mut reader: impl Read, digest: Option<&str>) -> Result<(String, u64), String> {
+        if let Some(d) = digest {
+            let p = self.blob_path(d)?;
+            if p.exists() {
+                let size = fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+                return Ok((d.to_string(), size));
+            }
+        }
+        let tmp = self.root.join("tmp").join(format!("blob-{}-{}", std::process::id(), unique()));
+        let result = (|| {
+            let mut f = File::create(&tmp).map_err(|e| format!("create {}: {e}", tmp.display()))?;
+            let mut h = Sha256::new();
+            let mut buf = vec![0u8; 1 << 20];
+            let mut size = 0u64;
+            loop {
+                let n = reader.read(&mut buf).map_err(|e| format!("read blob: {e}"))?;
+                if n == 0 {
+                    break;
+                }
+                h.update(&buf[..n]);
+                f.write_all(&buf[..n]).map_err(|e| format!("write blob: {e}"))?;
+                size += n as u64;
+            }
+            f.sync_data().map_err(|e| format!("write blob: {e}"))?;
+            let got = format!("sha256:{}", h.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>());
+            if let Some(want) = digest {
+                if want != got {
+                    return Err(format!("blob digest mismatch: expected {want}, got {got}"));
+                }
+            }
+            fs::rename(&tmp, self.blob_path(&got)?).map_err(|e| format!("store blob: {e}"))?;
+            Ok((got, size))
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, String> {
+        fs::read(self.blob_path(digest)?).map_err(|e| format!("blob {digest}: {e}"))
+    }
+
+    pub fn index(&self) -> Result<Index, String> {
+        let data = fs::read(self.index_path()).map_err(|e| format!("store index: {e}"))?;
+        serde_json::from_slice(&data).map_err(|e| format!("store index: {e}"))
+    }
+
+    /// Names `manifest` as `reference` (replacing what had that name), under the lock.
+    pub fn tag(&self, reference: &str, manifest: Descriptor) -> Result<(), String> {
+        let _lock = self.lock()?;
+        let mut index = self.index()?;
+        index.manifests.retain(|d| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) != Some(reference));
+        let mut m = manifest;
+        m.annotations.get_or_insert_with(Default::default).insert(REF_ANNOTATION.into(), reference.into());
+        index.manifests.push(m);
+        let data = serde_json::to_vec_pretty(&index).map_err(|e| e.to_string())?;
+        self.write_atomic(&self.index_path(), &data)
+    }
+
+    /// The manifest descriptor named `reference`.
+    pub fn lookup(&self, reference: &str) -> Result<Option<Descriptor>, String> {
+        Ok(self.index()?.manifests.into_iter().find(|d| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) == Some(reference)))
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}

@@ -1,0 +1,148 @@
+//! `import`, `images` and `run IMAGE`, as root and as the unprivileged user, with archives
+//! made by skopeo (a peer) from our own store, and one crafted by hand.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn store_cmd(m: Mode, store: &Path) -> Command {
+    let mut c = m.command();
+    c.env("POLYSANDBOX_ROOT", store);
+    c
+}
+
+fn ok(o: &std::process::Output, what: &str) {
+    assert!(o.status.success(), "{what}: {} {}", stdout(o), stderr(o));
+}
+
+/// A rootfs tarball of the mode's busybox rootfs, readable by that mode's user.
+fn rootfs_tarball(m: Mode) -> PathBuf {
+    let t = m.writable_file("rootfs.tar.gz");
+    let s = Command::new("tar").arg("-C").arg(m.rootfs()).args(["-czf"]).arg(&t).arg(".").status().unwrap();
+    assert!(s.success());
+    t
+}
+
+#[test]
+fn import_a_rootfs_tarball_then_list_and_run_it() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let o = store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "busybox:test"]).output().unwrap();
+        ok(&o, "import");
+        assert!(stdout(&o).starts_with("docker.io/library/busybox:test sha256:"), "{m:?}: {}", stdout(&o));
+        let o = store_cmd(m, &store).args(["images", "--format", "json"]).output().unwrap();
+        let list: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(list[0]["name"], "docker.io/library/busybox:test");
+        let o = store_cmd(m, &store).args(["run", "busybox:test", "--", "sh", "-c", "echo from-image; id -u"]).output().unwrap();
+        assert_eq!(stdout(&o), "from-image\n0\n", "{m:?}: {}", stderr(&o));
+        // The image's own command (a rootfs tarball gets /bin/sh), reading stdin.
+        let o = store_cmd(m, &store).args(["run", "busybox:test"]).output().unwrap();
+        ok(&o, "run with the image's command");
+        let o = store_cmd(m, &store).args(["run", "busybox:missing", "true"]).output().unwrap();
+        assert_eq!(code(&o), 125);
+        assert!(stderr(&o).contains("is not in the store"), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn the_store_is_an_oci_layout_skopeo_reads_and_archives_round_trip() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        ok(&store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "localhost/bb:1"]).output().unwrap(), "import");
+        let out = m.owned_dir("skopeo");
+        // skopeo reads the store as it is.
+        let src = format!("oci:{}/oci:localhost/bb:1", store.display());
+        for (dst, tag) in [
+            (format!("oci:{}/layout:v1", out.display()), "localhost/from-layout:1"),
+            (format!("oci-archive:{}/img.oci.tar:v1", out.display()), "localhost/from-oci-archive:1"),
+            (format!("docker-archive:{}/img.docker.tar:localhost/from-docker:1", out.display()), ""),
+        ] {
+            let s = Command::new("skopeo").args(["copy", "-q", &src, &dst]).output().unwrap();
+            assert!(s.status.success(), "skopeo {dst}: {}", String::from_utf8_lossy(&s.stderr));
+            if m == Mode::User && is_root() {
+                Command::new("chown").args(["-R", &format!("{}:{}", fixtures().uid, fixtures().gid)]).arg(&out).status().unwrap();
+            }
+            let path = dst.split(':').nth(1).unwrap().to_string();
+            let mut c = store_cmd(m, &store);
+            c.arg("import").arg(&path);
+            if !tag.is_empty() {
+                c.args(["--tag", tag]);
+            }
+            let o = c.output().unwrap();
+            ok(&o, &format!("{m:?} import {dst}"));
+            let name = if tag.is_empty() { "localhost/from-docker:1" } else { tag };
+            let o = store_cmd(m, &store).args(["run", name, "--", "cat", "/etc/passwd"]).output().unwrap();
+            assert!(stdout(&o).starts_with("root:"), "{m:?} {dst}: {}", stderr(&o));
+        }
+    }
+}
+
+#[test]
+fn image_config_sets_entrypoint_cmd_env_workdir_and_user() {
+    for m in modes() {
+        // A docker-archive written by hand: one layer adding a user, a config with all fields.
+        let dir = m.owned_dir("handmade");
+        let layer_root = dir.join("layer");
+        std::fs::create_dir_all(layer_root.join("etc")).unwrap();
+        std::fs::copy(m.rootfs().join("etc/passwd"), layer_root.join("etc/passwd")).unwrap();
+        let mut pw = std::fs::read_to_string(layer_root.join("etc/passwd")).unwrap();
+        pw.push_str("app:x:1000:1000::/home/app:/bin/sh\n");
+        std::fs::write(layer_root.join("etc/passwd"), pw).unwrap();
+        let base = dir.join("base.tar");
+        assert!(Command::new("tar").arg("-C").arg(m.rootfs()).arg("-cf").arg(&base).arg(".").status().unwrap().success());
+        let top = dir.join("top.tar");
+        assert!(Command::new("tar").arg("-C").arg(&layer_root).arg("-cf").arg(&top).arg(".").status().unwrap().success());
+        let sha = |p: &Path| {
+            let o = Command::new("sha256sum").arg(p).output().unwrap();
+            format!("sha256:{}", String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap())
+        };
+        let config = serde_json::json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {"Env": ["GREETING=hello", "PATH=/bin"], "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo $GREETING $(id -u) $(pwd)"], "WorkingDir": "/srv/app", "User": "app"},
+            "rootfs": {"type": "layers", "diff_ids": [sha(&base), sha(&top)]}
+        });
+        std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+        std::fs::write(dir.join("manifest.json"), r#"[{"Config":"config.json","RepoTags":["localhost/handmade:1"],"Layers":["base.tar","top.tar"]}]"#).unwrap();
+        let archive = m.writable_file("handmade.tar");
+        assert!(Command::new("tar").arg("-C").arg(&dir).arg("-cf").arg(&archive).args(["manifest.json", "config.json", "base.tar", "top.tar"]).status().unwrap().success());
+        let store = m.owned_dir("store");
+        ok(&store_cmd(m, &store).arg("import").arg(&archive).output().unwrap(), "import");
+        let o = store_cmd(m, &store).args(["run", "localhost/handmade:1"]).output().unwrap();
+        match m {
+            Mode::Root => assert_eq!(stdout(&o), "hello 1000 /srv/app\n", "{m:?}: {}", stderr(&o)),
+            // Rootless maps only uid 0: the image's user cannot exist, and that is said.
+            Mode::User => {
+                assert_eq!(code(&o), 125, "{}", stdout(&o));
+                assert!(stderr(&o).contains("uid 1000 gid 1000 cannot exist in a rootless sandbox"), "{}", stderr(&o));
+            }
+        }
+        // Each field overridden.
+        let o = store_cmd(m, &store).args(["run", "-e", "GREETING=bye", "-w", "/tmp", "--user", "0", "localhost/handmade:1", "echo $GREETING $(id -u) $(pwd)"]).output().unwrap();
+        assert_eq!(stdout(&o), "bye 0 /tmp\n", "{m:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn a_refused_archive_leaves_the_store_as_it_was() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        ok(&store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "ok:1"]).output().unwrap(), "import");
+        let before = std::fs::read_to_string(store.join("oci/index.json")).unwrap();
+        let rootfs_before = std::fs::read_dir(store.join("rootfs")).unwrap().count();
+        // A tarball whose second entry climbs out of the root.
+        let evil = m.writable_file("evil.tar");
+        let dir = m.owned_dir("evil");
+        std::fs::write(dir.join("a"), "a").unwrap();
+        let s = Command::new("tar").arg("-C").arg(&dir).args(["-cf"]).arg(&evil).args(["a", "--transform", "s,^a$,../../escape,", "--absolute-names", "a"]).status().unwrap();
+        assert!(s.success());
+        let o = store_cmd(m, &store).args(["import"]).arg(&evil).args(["--tag", "evil:1"]).output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}: {}", stdout(&o));
+        assert!(stderr(&o).contains("escapes the root"), "{m:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(store.join("oci/index.json")).unwrap(), before, "{m:?}: index changed");
+        assert_eq!(std::fs::read_dir(store.join("rootfs")).unwrap().count(), rootfs_before, "{m:?}: rootfs left");
+        assert_eq!(std::fs::read_dir(store.join("tmp")).unwrap().count(), 0, "{m:?}: temporary files left");
+        assert!(!store.parent().unwrap().join("escape").exists());
+    }
+}
