@@ -146,3 +146,64 @@ fn a_refused_archive_leaves_the_store_as_it_was() {
         assert!(!store.parent().unwrap().join("escape").exists());
     }
 }
+
+#[test]
+fn eight_concurrent_imports_of_one_image_make_one_copy() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let tarball = rootfs_tarball(m);
+        let children: Vec<_> = (0..8)
+            .map(|_| store_cmd(m, &store).arg("import").arg(&tarball).args(["--tag", "same:1"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap())
+            .collect();
+        let digests: Vec<String> = children
+            .into_iter()
+            .map(|c| {
+                let o = c.wait_with_output().unwrap();
+                ok(&o, "concurrent import");
+                stdout(&o).split_whitespace().nth(1).unwrap().to_string()
+            })
+            .collect();
+        assert!(digests.iter().all(|d| d == &digests[0]), "{m:?}: {digests:?}");
+        let index: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(store.join("oci/index.json")).unwrap()).unwrap();
+        assert_eq!(index["manifests"].as_array().unwrap().len(), 1, "{m:?}: {index}");
+        let rootfs: Vec<_> = std::fs::read_dir(store.join("rootfs")).unwrap().flatten().filter(|e| e.path().is_dir()).collect();
+        assert_eq!(rootfs.len(), 1, "{m:?}: one unpacked copy");
+        assert_eq!(std::fs::read_dir(store.join("tmp")).unwrap().count(), 0, "{m:?}: temporary files left");
+        let o = store_cmd(m, &store).args(["run", "same:1", "--", "true"]).output().unwrap();
+        ok(&o, "run");
+    }
+}
+
+#[test]
+fn inspect_rmi_and_prune() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let tarball = rootfs_tarball(m);
+        ok(&store_cmd(m, &store).arg("import").arg(&tarball).args(["--tag", "a:1"]).output().unwrap(), "import a");
+        ok(&store_cmd(m, &store).arg("import").arg(&tarball).args(["--tag", "b:1"]).output().unwrap(), "import b");
+        let o = store_cmd(m, &store).args(["inspect", "a:1"]).output().unwrap();
+        ok(&o, "inspect");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["name"], "docker.io/library/a:1");
+        assert_eq!(v["manifest"]["layers"].as_array().unwrap().len(), 1);
+        assert!(v["unpack_changes"]["entries"].as_u64().unwrap() > 100, "{v}");
+        let blobs = || std::fs::read_dir(store.join("oci/blobs/sha256")).unwrap().count();
+        let roots = || std::fs::read_dir(store.join("rootfs")).unwrap().flatten().filter(|e| e.path().is_dir()).count();
+        assert_eq!((blobs(), roots()), (3, 1), "{m:?}: config, layer, manifest; one rootfs shared by both names");
+        // Removing one name keeps the rootfs the other name uses.
+        ok(&store_cmd(m, &store).args(["rmi", "a:1"]).output().unwrap(), "rmi a");
+        assert_eq!(roots(), 1);
+        let o = store_cmd(m, &store).args(["run", "b:1", "--", "true"]).output().unwrap();
+        ok(&o, "run b after rmi a");
+        // The last name takes the rootfs; prune then drops the unreferenced blobs.
+        ok(&store_cmd(m, &store).args(["rmi", "b:1"]).output().unwrap(), "rmi b");
+        assert_eq!(roots(), 0);
+        let o = store_cmd(m, &store).arg("prune").output().unwrap();
+        ok(&o, "prune");
+        assert!(stdout(&o).starts_with("removed 3 blobs"), "{m:?}: {}", stdout(&o));
+        assert_eq!(blobs(), 0);
+        let o = store_cmd(m, &store).args(["rmi", "b:1"]).output().unwrap();
+        assert_eq!(code(&o), 125);
+        assert!(stderr(&o).contains("is not in the store"));
+    }
+}

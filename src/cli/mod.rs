@@ -2,6 +2,9 @@
 
 mod images;
 mod import;
+mod inspect;
+mod prune;
+mod rmi;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +24,12 @@ enum Command {
     Import(import::ImportArgs),
     /// List the images in the store.
     Images(images::ImagesArgs),
+    /// Show an image's manifest, config, rootfs and what unpacking changed.
+    Inspect(inspect::InspectArgs),
+    /// Remove image names (and their rootfs when unused).
+    Rmi(rmi::RmiArgs),
+    /// Remove blobs and rootfs no image refers to.
+    Prune(prune::PruneArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit status.
@@ -42,6 +51,9 @@ pub fn main() -> i32 {
         Command::Run(args) => run::main(args),
         Command::Import(args) => import::main(args),
         Command::Images(args) => images::main(args),
+        Command::Inspect(args) => inspect::main(args),
+        Command::Rmi(args) => rmi::main(args),
+        Command::Prune(args) => prune::main(args),
     }
 }
 

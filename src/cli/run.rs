@@ -86,7 +86,8 @@ pub struct RunArgs {
 }
 
 pub fn main(a: RunArgs) -> i32 {
-    let spec = match to_spec(a.rootfs.clone(), &a) {
+    // The image's rootfs stays locked (shared) while the sandbox runs on it.
+    let (spec, _rootfs_lock) = match to_spec(a.rootfs.clone(), &a) {
         Ok(s) => s,
         Err(e) => return super::error(e),
     };
@@ -120,15 +121,17 @@ fn note_fallbacks(r: &sandbox::Report) {
     }
 }
 
-fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Spec, String> {
+fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::image::store::Lock>), String> {
     // --rootfs DIR CMD..., or IMAGE [CMD...] with the image's entrypoint, command, env,
     // working directory and user, each overridable.
+    let mut lock = None;
     let (rootfs, argv, image_env, image_wd, image_user) = match rootfs {
         Some(r) => (r, a.args.clone(), Vec::new(), None, None),
         None => {
             let image = a.args.first().ok_or("no image and no --rootfs: polysandbox run [OPTIONS] (--rootfs DIR | IMAGE) [CMD...]")?;
             let store = crate::image::store::Store::open(&a.root.clone().unwrap_or_else(crate::image::store::Store::default_root))?;
-            let (_, config, dir) = crate::image::import::resolve(&store, image)?;
+            let (digest, config, dir) = crate::image::import::resolve(&store, image)?;
+            lock = Some(store.use_rootfs(&digest)?);
             let rc = config.config.unwrap_or_default();
             let mut argv = rc.entrypoint.clone().unwrap_or_default();
             // `run IMAGE -- CMD`: clap keeps the `--` after a positional.
@@ -197,7 +200,7 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Spec, String> {
     if let Some(u) = &a.user {
         spec.user = parse_user(u)?;
     }
-    Ok(spec)
+    Ok((spec, lock))
 }
 
 fn default_env(hostname: &str) -> Vec<String> {

@@ -53,8 +53,8 @@ pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> R
     if !is_image {
         return import_rootfs(store, src, tag, opts);
     }
-    let tmp = store.root.join("tmp").join(format!("archive-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
+    let tmp = store.root.join("tmp").join(format!("archive-{}-{}", std::process::id(), now_ns()));
+    let _ = super::unpack::remove_tree(&tmp);
     let f = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
     let archive_opts = Options { rootless: true, max_unpacked: opts.max_unpacked };
     let r = unpack::unpack_image(vec![Layer { reader: BufReader::new(f), digest: None, diff_id: None }], &tmp, &archive_opts)
@@ -63,7 +63,7 @@ pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> R
             let kind = kind_of_dir(&tmp).ok_or_else(|| format!("{}: not an image archive", src.display()))?;
             import_dir(store, &tmp, kind, tag, opts)
         });
-    let _ = fs::remove_dir_all(&tmp);
+    let _ = super::unpack::remove_tree(&tmp);
     r
 }
 
@@ -230,8 +230,8 @@ fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options)
     let media = layer_media(src)?;
     let (ldigest, lsize) = store.put_blob(File::open(src).map_err(|e| format!("{}: {e}", src.display()))?, None)?;
     // Unpack first (under a temporary name): the config needs the DiffID.
-    let tmp = store.root.join("tmp").join(format!("rootfs-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&tmp);
+    let tmp = store.root.join("tmp").join(format!("rootfs-{}-{}", std::process::id(), now_ns()));
+    let _ = super::unpack::remove_tree(&tmp);
     let blob = File::open(store.blob_path(&ldigest)?).map_err(|e| e.to_string())?;
     let changes = unpack::unpack_image(vec![Layer { reader: BufReader::new(blob), digest: Some(ldigest.clone()), diff_id: None }], &tmp, opts).map_err(|e| format!("{}: {e}", src.display()))?;
     let config = ImageConfig {
@@ -252,12 +252,14 @@ fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options)
     let mdata = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
     let (mdigest, msize) = store.put_blob(&mdata[..], None)?;
     let dest = store.rootfs_path(&mdigest);
-    if dest.exists() {
-        let _ = fs::remove_dir_all(&tmp);
-    } else if let Err(e) = fs::rename(&tmp, &dest) {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(format!("store rootfs: {e}"));
+    if let Err(e) = fs::rename(&tmp, &dest) {
+        let _ = super::unpack::remove_tree(&tmp);
+        // Another import of the same image got there first.
+        if !dest.is_dir() {
+            return Err(format!("store rootfs: {e}"));
+        }
     }
+    record_changes(store, &mdigest, &changes)?;
     store.tag(&name, Descriptor { media_type: oci::MEDIA_MANIFEST.into(), digest: mdigest.clone(), size: msize, annotations: None, platform: None })?;
     Ok(Imported { reference: name, manifest: mdigest, changes })
 }
@@ -277,10 +279,17 @@ fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, opts: &
             layers.push(Layer { reader: BufReader::new(f), digest: Some(l.digest.clone()), diff_id: Some(diff_id.clone()) });
         }
         changes = unpack::unpack_image(layers, &dest, opts).map_err(|e| e.to_string())?;
+        record_changes(store, mdigest, &changes)?;
     }
     let size = store.read_blob(mdigest)?.len() as u64;
     store.tag(name, Descriptor { media_type: oci::MEDIA_MANIFEST.into(), digest: mdigest.into(), size, annotations: None, platform: None })?;
     Ok(Imported { reference: name.into(), manifest: mdigest.into(), changes })
+}
+
+/// What unpacking changed (rootless), kept beside the rootfs for `inspect`.
+fn record_changes(store: &Store, mdigest: &str, c: &Changes) -> Result<(), String> {
+    let p = store.root.join("rootfs").join(format!("{}.json", mdigest.trim_start_matches("sha256:")));
+    store.write_atomic(&p, &serde_json::to_vec_pretty(c).map_err(|e| e.to_string())?)
 }
 
 /// The stored image named `reference`: its manifest digest, config and rootfs directory.
@@ -294,4 +303,8 @@ pub fn resolve(store: &Store, reference: &str) -> Result<(String, ImageConfig, P
         return Err(format!("image {name}: its rootfs is missing from the store; import it again"));
     }
     Ok((desc.digest, config, rootfs))
+}
+
+fn now_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0)
 }

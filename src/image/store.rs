@@ -171,6 +171,99 @@ impl Store {
         self.write_atomic(&self.index_path(), &data)
     }
 
+    /// Removes the name `reference`; returns the manifest digest it named. The rootfs goes
+    /// too when no other name uses it and no sandbox runs on it; blobs stay until `prune`.
+    pub fn untag(&self, reference: &str) -> Result<String, String> {
+        let _lock = self.lock()?;
+        let mut index = self.index()?;
+        let name_of = |d: &Descriptor| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).cloned();
+        let pos = index.manifests.iter().position(|d| name_of(d).as_deref() == Some(reference)).ok_or_else(|| format!("image {reference} is not in the store"))?;
+        let removed = index.manifests.remove(pos);
+        let data = serde_json::to_vec_pretty(&index).map_err(|e| e.to_string())?;
+        self.write_atomic(&self.index_path(), &data)?;
+        if !index.manifests.iter().any(|d| d.digest == removed.digest) {
+            self.remove_rootfs_if_idle(&removed.digest);
+        }
+        Ok(removed.digest)
+    }
+
+    /// A shared lock held while a sandbox runs on the rootfs of `manifest_digest`.
+    pub fn use_rootfs(&self, manifest_digest: &str) -> Result<Lock, String> {
+        let p = self.root.join("rootfs").join(format!("{}.lock", manifest_digest.trim_start_matches("sha256:")));
+        let f = File::options().create(true).truncate(false).write(true).open(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+        // SAFETY: flock on our own fd.
+        unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) };
+        Ok(Lock(f))
+    }
+
+    /// Removes the rootfs of `manifest_digest` unless a sandbox holds it. Returns whether it did.
+    fn remove_rootfs_if_idle(&self, manifest_digest: &str) -> bool {
+        let hex = manifest_digest.trim_start_matches("sha256:");
+        let lockp = self.root.join("rootfs").join(format!("{hex}.lock"));
+        let Ok(f) = File::options().create(true).truncate(false).write(true).open(&lockp) else { return false };
+        // SAFETY: flock on our own fd.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return false;
+        }
+        let dir = self.rootfs_path(manifest_digest);
+        let ok = !dir.exists() || super::unpack::remove_tree(&dir).is_ok();
+        let _ = fs::remove_file(self.root.join("rootfs").join(format!("{hex}.json")));
+        let _ = fs::remove_file(&lockp);
+        ok
+    }
+
+    /// Removes blobs and rootfs directories no image refers to, and leftovers of dead imports.
+    /// Returns (blobs removed, rootfs removed, bytes freed).
+    pub fn prune(&self) -> Result<(u64, u64, u64), String> {
+        let _lock = self.lock()?;
+        let index = self.index()?;
+        let mut keep: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let mut manifests: Vec<String> = Vec::new();
+        let mut todo: Vec<String> = index.manifests.iter().map(|d| d.digest.clone()).collect();
+        while let Some(d) = todo.pop() {
+            if !keep.insert(d.clone()) {
+                continue;
+            }
+            let Ok(data) = self.read_blob(&d) else { continue };
+            if let Ok(m) = serde_json::from_slice::<super::oci::Manifest>(&data) {
+                manifests.push(d.clone());
+                keep.insert(m.config.digest.clone());
+                keep.extend(m.layers.iter().map(|l| l.digest.clone()));
+            } else if let Ok(i) = serde_json::from_slice::<Index>(&data) {
+                todo.extend(i.manifests.iter().map(|m| m.digest.clone()));
+            }
+        }
+        let (mut blobs, mut roots, mut bytes) = (0, 0, 0);
+        for e in fs::read_dir(self.root.join("oci/blobs/sha256")).map_err(|e| e.to_string())?.flatten() {
+            let d = format!("sha256:{}", e.file_name().to_string_lossy());
+            if !keep.contains(&d) {
+                bytes += e.metadata().map(|m| m.len()).unwrap_or(0);
+                if fs::remove_file(e.path()).is_ok() {
+                    blobs += 1;
+                }
+            }
+        }
+        for e in fs::read_dir(self.root.join("rootfs")).map_err(|e| e.to_string())?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.contains('.') || !e.path().is_dir() {
+                continue;
+            }
+            let d = format!("sha256:{name}");
+            if !manifests.contains(&d) && self.remove_rootfs_if_idle(&d) {
+                roots += 1;
+            }
+        }
+        // Temporary files of processes that are gone (named <kind>-<pid>-...).
+        for e in fs::read_dir(self.root.join("tmp")).map_err(|e| e.to_string())?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').nth(1).unwrap_or("");
+            if !pid.is_empty() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = super::unpack::remove_tree(&e.path());
+            }
+        }
+        Ok((blobs, roots, bytes))
+    }
+
     /// The manifest descriptor named `reference`.
     pub fn lookup(&self, reference: &str) -> Result<Option<Descriptor>, String> {
         Ok(self.index()?.manifests.into_iter().find(|d| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) == Some(reference)))

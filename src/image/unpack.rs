@@ -88,9 +88,10 @@ pub fn unpack_image<R: Read>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options)
     if dest.exists() {
         return err(format!("{} exists already", dest.display()));
     }
-    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = dest.file_name().ok_or_else(|| Error(format!("invalid destination {}", dest.display())))?;
-    let tmp = parent.join(format!(".{}.partial-{}", name.to_string_lossy(), std::process::id()));
+    if dest.file_name().is_none() {
+        return err(format!("invalid destination {}", dest.display()));
+    }
+    let tmp = partial_path(dest);
     let _ = remove_tree(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
     let result = (|| {
@@ -109,10 +110,18 @@ pub fn unpack_image<R: Read>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options)
         Ok(total)
     })();
     match result {
-        Ok(c) => {
-            std::fs::rename(&tmp, dest).map_err(|e| Error(format!("rename into {}: {e}", dest.display())))?;
-            Ok(c)
-        }
+        Ok(c) => match std::fs::rename(&tmp, dest) {
+            Ok(()) => Ok(c),
+            // Another process unpacked the same image first: its copy is as good as ours.
+            Err(_) if dest.is_dir() => {
+                let _ = remove_tree(&tmp);
+                Ok(c)
+            }
+            Err(e) => {
+                let _ = remove_tree(&tmp);
+                err(format!("rename into {}: {e}", dest.display()))
+            }
+        },
         Err(e) => {
             let _ = remove_tree(&tmp);
             Err(e)
@@ -283,6 +292,9 @@ fn remove_at(dir: RawFd, name: &str) -> Result<()> {
     let Some(st) = lstat_at(dir, name) else { return Ok(()) };
     let c = cstr(name);
     if st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+        // A read-only directory (0555 in an image) must be writable to be emptied.
+        // SAFETY: valid C string; fchmodat does not follow symlinks for a directory we lstat'd.
+        unsafe { libc::fchmodat(dir, c.as_ptr(), 0o700, 0) };
         // SAFETY: valid C string; O_NOFOLLOW|O_DIRECTORY refuses a swapped-in symlink.
         let fd = unsafe { libc::openat(dir, c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
         if fd < 0 {
@@ -334,7 +346,8 @@ fn list_dir(fd: RawFd) -> Result<Vec<String>> {
     Ok(out)
 }
 
-fn remove_tree(p: &Path) -> Result<()> {
+/// Removes the tree at `p`, never following a symlink inside it.
+pub fn remove_tree(p: &Path) -> Result<()> {
     match (p.parent(), p.file_name()) {
         (Some(parent), Some(name)) if p.exists() => {
             let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
@@ -545,8 +558,8 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
     Ok(changes)
 }
 
-/// The path of a rootfs being built for `dest` (for tests and clean-up checks).
+/// The path under which this process builds the rootfs for `dest`, beside it.
 pub fn partial_path(dest: &Path) -> PathBuf {
-    let parent = dest.parent().unwrap_or(Path::new("."));
+    let parent = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     parent.join(format!(".{}.partial-{}", dest.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(), std::process::id()))
 }

@@ -1,0 +1,23 @@
+//! `polysandbox prune`: drops blobs and rootfs no image refers to.
+
+use crate::image::store::Store;
+use crate::units::human_bytes;
+use clap::Args;
+use std::path::PathBuf;
+
+#[derive(Args, Debug)]
+pub struct PruneArgs {
+    /// Store directory.
+    #[arg(long)]
+    root: Option<PathBuf>,
+}
+
+pub fn main(a: PruneArgs) -> i32 {
+    match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)).and_then(|s| s.prune()) {
+        Ok((blobs, roots, bytes)) => {
+            println!("removed {blobs} blobs ({}) and {roots} unpacked rootfs", human_bytes(bytes));
+            0
+        }
+        Err(e) => super::error(e),
+    }
+}
