@@ -323,3 +323,15 @@ fn refuses_corrupt_streams_and_digest_mismatches() {
         assert!(!s.dest().exists() && !partial_path(&s.dest()).exists());
     }
 }
+
+#[test]
+fn a_directory_whited_out_and_recreated_in_one_layer() {
+    // Entries before and after a whiteout of their ancestor, in one layer: the ancestor goes,
+    // and what follows it is created afresh.
+    let l1 = Tar::default().dir("a").dir("a/b").file("a/b/old", b"o", 0o644).end();
+    let l2 = Tar::default().file("a/b/x", b"x", 0o644).file(".wh.a", b"", 0o644).file("a/b/y", b"y", 0o644).end();
+    let s = Scratch::new("stale");
+    unpack_image(vec![layer(l1), layer(l2)], &s.dest(), &opts(true)).unwrap();
+    assert!(s.dest().join("a/b/y").exists(), "a/b/y missing");
+    assert!(!s.dest().join("a/b/x").exists() && !s.dest().join("a/b/old").exists());
+}

@@ -19,7 +19,7 @@ use crate::sys;
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::ffi::CString;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -364,6 +364,13 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
     let mut created: HashSet<Vec<String>> = HashSet::new();
     // Directory mtimes are set last, since writing inside a directory changes its mtime.
     let mut dir_times: Vec<(Vec<String>, i64)> = Vec::new();
+    // Entries come grouped by directory: the last parent opened is reused. It cannot go stale:
+    // an entry only ever removes children of its own parent, so the next entry either has the
+    // same (still existing) parent or opens its own.
+    let mut cached: Option<(Vec<String>, OwnedFd)> = None;
+    let mut buf = vec![0u8; 256 * 1024];
+    // SAFETY: geteuid/getegid cannot fail.
+    let (my_uid, my_gid) = unsafe { (libc::geteuid() as u64, libc::getegid() as u64) };
     let entries = archive.entries().map_err(|e| Error(format!("not a tar archive: {e}")))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| Error(format!("corrupt tar stream: {e}")))?;
@@ -396,8 +403,14 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
             return err(format!("entry '{}' would replace the root with a non-directory: refused", String::from_utf8_lossy(&raw_path)));
         };
         let display = comps.join("/");
-        let parent = parent_dir(root, parent_comps, &display)?;
-        let p = parent.as_raw_fd();
+        let p = match &cached {
+            Some((c, fd)) if c.as_slice() == parent_comps => fd.as_raw_fd(),
+            _ => {
+                let fd = parent_dir(root, parent_comps, &display)?;
+                cached = Some((parent_comps.to_vec(), fd));
+                cached.as_ref().map(|(_, fd)| fd.as_raw_fd()).expect("just set")
+            }
+        };
 
         // Whiteouts.
         if name == ".wh..wh..opq" {
@@ -439,7 +452,9 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
                 dir_times.push((comps.clone(), mtime));
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                remove_at(p, name)?;
+                if existing.is_some() {
+                    remove_at(p, name)?;
+                }
                 // SAFETY: valid C string; O_EXCL|O_NOFOLLOW: a fresh file, never a link.
                 let fd = unsafe { libc::openat(p, c.as_ptr(), libc::O_CREAT | libc::O_EXCL | libc::O_WRONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC, 0o600) };
                 if fd < 0 {
@@ -447,7 +462,13 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
                 }
                 // SAFETY: a new fd we own.
                 let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
-                io::copy(&mut entry, &mut f).map_err(|e| Error(format!("write {display}: {e}")))?;
+                loop {
+                    let n = entry.read(&mut buf).map_err(|e| Error(format!("read {display}: {e}")))?;
+                    if n == 0 {
+                        break;
+                    }
+                    f.write_all(&buf[..n]).map_err(|e| Error(format!("write {display}: {e}")))?;
+                }
             }
             tar::EntryType::Symlink => {
                 let target = entry.link_name_bytes().ok_or_else(|| Error(format!("symlink {display} without a target")))?;
@@ -511,7 +532,7 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
             if uid != 0 || gid != 0 {
                 changes.ownership_taken += 1;
             }
-        } else {
+        } else if (uid, gid) != (my_uid, my_gid) {
             // SAFETY: valid C string.
             if unsafe { libc::fchownat(p, c.as_ptr(), uid as u32, gid as u32, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
                 return Err(last_os(&format!("chown {display}")));
