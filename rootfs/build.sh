@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds a toolchain image from Debian 12 packages with no Docker, and imports it:
+#   rootfs/build.sh LANG [LANG...]      (python, go, cpp, ...; `all` for every recipe)
+# A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins) and an
+# optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
+# what Debian does not package). The tarball is reproducible (SOURCE_DATE_EPOCH, the snapshot
+# mirror below) and cached by the recipe's content: .cache/images/LANG-<hash>.tar, so a second
+# run takes seconds. It is imported as localhost/polysandbox/LANG:bookworm.
+# mmdebstrap runs in unshare mode: no root needed where unprivileged user namespaces work.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
+MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
+[ -x "$BIN" ] || cargo build --release --quiet
+langs=("$@")
+if [ "${langs[0]:-}" = all ]; then
+  langs=()
+  for p in rootfs/*.packages; do langs+=("$(basename "$p" .packages)"); done
+fi
+[ ${#langs[@]} -gt 0 ] || { echo "usage: rootfs/build.sh LANG... | all" >&2; exit 2; }
+mkdir -p .cache/images
+for lang in "${langs[@]}"; do
+  pkgs=rootfs/$lang.packages
+  [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
+  setup=rootfs/$lang.setup
+  hash=$(cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") rootfs/build.sh | sha256sum | cut -c1-16)
+  tarball=.cache/images/$lang-$hash.tar
+  ref=localhost/polysandbox/$lang:bookworm
+  if [ ! -f "$tarball" ]; then
+    start=$(date +%s)
+    include=$(grep -v '^\s*#' "$pkgs" | grep -v '^\s*$' | paste -sd, -)
+    hooks=()
+    if [ -f "$setup" ]; then
+      hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\"" --customize-hook='chroot "$1" sh /tmp/setup.sh' --customize-hook='rm -f "$1/tmp/setup.sh"')
+    fi
+    echo "build: $lang ($include)"
+    mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
+      --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+      bookworm "${tarball%.tar}.partial.tar" "$MIRROR"
+    mv "${tarball%.tar}.partial.tar" "$tarball"
+    echo "build: $lang: $(du -h "$tarball" | cut -f1) in $(( $(date +%s) - start )) s"
+  fi
+  "$BIN" import "$tarball" --tag "$ref" >/dev/null
+  echo "$ref $tarball"
+done
