@@ -32,7 +32,11 @@ for lang in "${langs[@]}"; do
     include=$(grep -v '^\s*#' "$pkgs" | grep -v '^\s*$' | paste -sd, -)
     hooks=()
     if [ -f "$setup" ]; then
-      hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\"" --customize-hook='chroot "$1" sh /tmp/setup.sh' --customize-hook='rm -f "$1/tmp/setup.sh"')
+      # The setup step may fetch from npm or crates.io: it borrows the host's CA bundle (a site
+      # may add its own CA there), which is removed again and is not part of the image.
+      hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\" && cp /etc/ssl/certs/ca-certificates.crt \"\$1/tmp/host-ca.crt\""
+              --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
+              --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
     fi
     echo "build: $lang ($include)"
     mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
