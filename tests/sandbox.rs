@@ -535,3 +535,19 @@ fn user_namespaces_disabled_names_the_sysctl() {
         assert_eq!(stderr(&o).lines().count(), 1, "{m:?}: {}", stderr(&o));
     }
 }
+
+#[test]
+fn bind_source_under_a_directory_the_sandbox_uid_cannot_read() {
+    // As root, the init already runs as the sandbox's unprivileged host uid: what the source
+    // is (file or directory) must be decided by the supervisor, which can see it.
+    if !is_root() {
+        return;
+    }
+    let f = fixtures();
+    let private = f.dir.join(format!("private-{}", unique()));
+    std::fs::create_dir_all(private.join("data")).unwrap();
+    std::fs::write(private.join("data/x"), "x").unwrap();
+    std::fs::set_permissions(&private, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let o = Mode::Root.run(&["-v", &format!("{}:/data", private.join("data").display())], &["cat", "/data/x"]);
+    assert_eq!(stdout(&o), "x", "{}", stderr(&o));
+}

@@ -99,7 +99,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).map_err(|e| format!("unshare cgroup namespace: {e}"))?;
 
     super::trace::step("init: ids set, cgroup ns entered");
-    let scratch = mounts::setup(plan.spec, &plan.rootfs, trees)?;
+    let scratch = mounts::setup(plan.spec, &plan.rootfs, trees, &plan.bind_is_dir)?;
     super::trace::step("init: root built and pivoted");
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };

@@ -163,6 +163,9 @@ pub(crate) struct Plan<'a> {
     pub self_exe: (u64, u64),
     /// Write ends of the stdout and stderr pipes when the output is counted.
     pub out_pipes: Option<[i32; 2]>,
+    /// Whether each bind source is a directory, decided here: the init may not be allowed to
+    /// look at it (as root, it runs as the sandbox's unprivileged host uid).
+    pub bind_is_dir: Vec<bool>,
 }
 
 /// Runs `spec` to completion and reports what happened.
@@ -216,6 +219,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         fallbacks: fallbacks.clone(),
         self_exe: self_exe_id(),
         out_pipes: out_write.as_ref().map(|w| [w[0].as_raw_fd(), w[1].as_raw_fd()]),
+        bind_is_dir: spec.binds.iter().map(|b| b.source.is_dir()).collect(),
     };
 
     // 5. Signals the supervisor handles come through a signalfd; block them before the clone

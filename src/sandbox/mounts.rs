@@ -40,7 +40,7 @@ const NOSUID_NODEV_NOEXEC: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | li
 /// Builds the root and pivots into it. `trees` are the supervisor's idmapped trees (root
 /// mode): the rootfs, then one per bind. Returns an fd on the scratch tmpfs, for measuring
 /// how full the writable layer got.
-pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>) -> Result<OwnedFd> {
+pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[bool]) -> Result<OwnedFd> {
     sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None, "/ private")?;
 
     // Take hold of every source before the rootfs path is covered by the scratch tmpfs.
@@ -91,8 +91,8 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>) -> Result<OwnedFd>
         let size = t.size.map(|s| format!(",size={s}")).unwrap_or_default();
         sys::mount(Some(c"tmpfs"), &fd_path(target.as_raw_fd(), ""), Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&cstr(format!("mode=1777{size}"))), &t.target)?;
     }
-    for (b, tree) in spec.binds.iter().zip(binds) {
-        let target = if b.source.is_dir() { ensure_dir(root, &b.target)? } else { ensure_file(root, &b.target)? };
+    for ((b, tree), is_dir) in spec.binds.iter().zip(binds).zip(bind_is_dir) {
+        let target = if *is_dir { ensure_dir(root, &b.target)? } else { ensure_file(root, &b.target)? };
         sys::move_mount_to_fd(tree.as_raw_fd(), target.as_raw_fd(), &b.target)?;
     }
 
