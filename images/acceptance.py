@@ -36,12 +36,37 @@ def load_catalogue():
     return cat
 
 
+def gold_files(files):
+    """(example, solution path) pairs, as Exercism lays reference solutions out: an example
+    with a solution's file name replaces it; a generic `example.*` replaces the one solution
+    file with its extension (C++: example.h is the header, a .cpp with no example keeps its
+    stub); any other example file (Java's helper classes) goes beside the first solution file."""
+    sols = list(files["solution"])
+    pairs = []
+    for ex in files["example"]:
+        base, ext = os.path.basename(ex), os.path.splitext(ex)[1]
+        named = [s for s in sols if os.path.basename(s) == base]
+        same_ext = [s for s in sols if os.path.splitext(s)[1] == ext]
+        if named:
+            pairs.append((ex, named[0]))
+        elif base.startswith("example") and len(same_ext) == 1:
+            pairs.append((ex, same_ext[0]))
+            sols.remove(same_ext[0])
+        else:
+            pairs.append((ex, os.path.join(os.path.dirname(files["solution"][0]), base)))
+    return pairs
+
+
 def prepare(src, dst, gold):
     shutil.copytree(src, dst, symlinks=True)
     if gold:
         files = json.load(open(os.path.join(src, ".meta", "config.json")))["files"]
-        for sol, ex in zip(files["solution"], files["example"]):
+        for ex, sol in gold_files(files):
             shutil.copy(os.path.join(src, ex), os.path.join(dst, sol))
+        # Rust reference solutions declare their own dependencies.
+        cargo_example = os.path.join(src, ".meta", "Cargo-example.toml")
+        if os.path.exists(cargo_example):
+            shutil.copy(cargo_example, os.path.join(dst, "Cargo.toml"))
 
 
 def run_one(binary, entry, lang, name, src, gold, scratch):

@@ -24,7 +24,7 @@ for lang in "${langs[@]}"; do
   pkgs=rootfs/$lang.packages
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
   setup=rootfs/$lang.setup
-  hash=$(cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") rootfs/build.sh | sha256sum | cut -c1-16)
+  hash=$(cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites") rootfs/build.sh | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
@@ -38,10 +38,17 @@ for lang in "${langs[@]}"; do
               --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
               --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
     fi
+    # Suites: bookworm, plus any a recipe names in rootfs/LANG.suites (e.g. bookworm-backports).
+    sources=("deb $MIRROR bookworm main")
+    if [ -f "rootfs/$lang.suites" ]; then
+      while read -r suite; do
+        case "$suite" in ''|'#'*) ;; *) sources+=("deb $MIRROR $suite main") ;; esac
+      done < "rootfs/$lang.suites"
+    fi
     echo "build: $lang ($include)"
     mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
       --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
-      bookworm "${tarball%.tar}.partial.tar" "$MIRROR"
+      bookworm "${tarball%.tar}.partial.tar" "${sources[@]}"
     mv "${tarball%.tar}.partial.tar" "$tarball"
     echo "build: $lang: $(du -h "$tarball" | cut -f1) in $(( $(date +%s) - start )) s"
   fi
