@@ -132,10 +132,7 @@ fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T, String> {
 
 fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
     let index: Index = read_json(&dir.join("index.json"))?;
-    let blob = |d: &str| -> Result<PathBuf, String> {
-        let hex = crate::reference::parse_digest(d)?.split_once(':').map(|(_, h)| h.to_string()).unwrap_or_default();
-        Ok(dir.join("blobs/sha256").join(hex))
-    };
+    let blob = |d: &str| -> Result<PathBuf, String> { Ok(dir.join("blobs/sha256").join(super::store::sha256_hex(d)?)) };
     // One image: the named one (by --tag's tag, if the layout names several), for our arch.
     let mut desc = match index.manifests.as_slice() {
         [] => return Err(format!("{}: the index lists no image", dir.display())),

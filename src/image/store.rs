@@ -82,11 +82,7 @@ impl Store {
     }
 
     pub fn blob_path(&self, digest: &str) -> Result<PathBuf, String> {
-        let hex = crate::reference::parse_digest(digest)?.split_once(':').map(|(_, h)| h.to_string()).unwrap_or_default();
-        if !digest.starts_with("sha256:") {
-            return Err(format!("unsupported digest {digest}"));
-        }
-        Ok(self.root.join("oci/blobs/sha256").join(hex))
+        Ok(self.root.join("oci/blobs/sha256").join(sha256_hex(digest)?))
     }
 
     pub fn rootfs_path(&self, manifest_digest: &str) -> PathBuf {
@@ -268,6 +264,12 @@ impl Store {
     pub fn lookup(&self, reference: &str) -> Result<Option<Descriptor>, String> {
         Ok(self.index()?.manifests.into_iter().find(|d| d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) == Some(reference)))
     }
+}
+
+/// The hex part of a `sha256:` digest (the only algorithm blobs are stored under).
+pub fn sha256_hex(digest: &str) -> Result<&str, String> {
+    crate::reference::parse_digest(digest)?;
+    digest.strip_prefix("sha256:").ok_or_else(|| format!("unsupported digest {digest}: blobs are stored by sha256"))
 }
 
 fn unique() -> u64 {

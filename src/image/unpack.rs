@@ -15,7 +15,7 @@
 //! and renames it into place only when every layer applied and verified: a refused or corrupt
 //! image leaves nothing behind.
 
-use crate::sys;
+use crate::sys::{self, cstr};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
 use std::ffi::CString;
@@ -218,10 +218,6 @@ fn components(raw: &[u8]) -> Result<Vec<String>> {
         }
     }
     Ok(out)
-}
-
-fn cstr(s: &str) -> CString {
-    CString::new(s).unwrap_or_else(|_| CString::new("?").unwrap())
 }
 
 fn last_os(what: &str) -> Error {
