@@ -283,6 +283,10 @@ fn fork_bomb_hits_the_pids_limit() {
         // seen by the watchdog's sampling.
         let (o, s) = m.run_stats(&["--pids", "32", "--timeout", "20s"], &sh("(f() { f & f & sleep 2; }; f) 2>/dev/null; echo survived"));
         assert_eq!(s["pids_limit_reached"], true, "{m:?}: {s}");
+        // The limit held: where tasks were sampled (no cgroup), never more than 32 at once.
+        if let Some(peak) = s["tasks_peak"].as_u64() {
+            assert!(peak <= 32, "{m:?}: {peak} tasks under --pids 32");
+        }
         assert_eq!(s["timed_out"], false, "{m:?}: {s}");
         assert!(stdout(&o).contains("survived"), "{m:?}");
     }

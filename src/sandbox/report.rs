@@ -135,7 +135,9 @@ pub(crate) fn build(
         (secs(out.rusage.ru_utime), secs(out.rusage.ru_stime))
     };
     let disk_limit_reached = lim.disk.is_some() && init.disk_total > 0 && init.disk_used + 64 * 1024 >= init.disk_total;
-    let pids_limit_reached = usage.pids_limit_hits > 0 || fb.pids_rlimit.is_some_and(|p| init.tasks_peak >= p);
+    // Without a cgroup the trip is seen by sampling, which can miss by one the task being
+    // forked or just reaped: within one of the limit counts as reaching it.
+    let pids_limit_reached = usage.pids_limit_hits > 0 || fb.pids_rlimit.is_some_and(|p| init.tasks_peak + 1 >= p);
 
     let mut limits = BTreeMap::new();
     let cg = cgroup.unwrap_or("cgroup").to_string();
