@@ -9,6 +9,7 @@
 
 pub mod cgroups;
 pub mod cli;
+pub mod eval;
 pub mod image;
 pub mod reference;
 pub mod sandbox;

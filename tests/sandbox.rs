@@ -347,6 +347,18 @@ fn output_flood_is_cut_at_the_limit() {
 }
 
 #[test]
+fn output_under_the_limit_passes_and_the_run_ends() {
+    // The init must not hold the output pipes open: the run ends when the command does.
+    for m in modes() {
+        let (o, s) = m.run_stats(&["--output-limit", "1M", "--timeout", "20s"], &sh("echo out; echo err >&2; exit 3"));
+        assert_eq!(code(&o), 3, "{m:?}: {s}");
+        assert_eq!(s["status"], "exited", "{m:?}: {s}");
+        assert_eq!((stdout(&o).as_str(), stderr(&o).as_str()), ("out\n", "err\n"), "{m:?}");
+        assert_eq!(s["output_bytes"], 8, "{m:?}: {s}");
+    }
+}
+
+#[test]
 fn background_daemons_die_with_the_sandbox() {
     for m in modes() {
         let marker = format!("{}", 737_373 + unique());

@@ -1,5 +1,6 @@
 //! The command line: a thin layer over the library, one file per subcommand.
 
+mod eval;
 mod images;
 mod import;
 mod inspect;
@@ -20,6 +21,8 @@ struct Cli {
 enum Command {
     /// Run a command in a fresh sandbox, on a root filesystem or an image.
     Run(run::RunArgs),
+    /// Run a benchmark's tests, one sandbox per instance, and grade them.
+    Eval(eval::EvalArgs),
     /// Import an image from a docker-archive, oci-archive, OCI layout or rootfs tarball.
     Import(import::ImportArgs),
     /// List the images in the store.
@@ -49,6 +52,7 @@ pub fn main() -> i32 {
     };
     match cli.command {
         Command::Run(args) => run::main(args),
+        Command::Eval(args) => eval::main(args),
         Command::Import(args) => import::main(args),
         Command::Images(args) => images::main(args),
         Command::Inspect(args) => inspect::main(args),

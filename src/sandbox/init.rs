@@ -106,6 +106,14 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
 
     let exec = ExecPlan::new(plan)?;
     let cmd = spawn(&exec, plan, sock)?;
+    // The output pipes are the command's: the supervisor sees them close when the last of the
+    // command's processes is gone, not when the init is.
+    if let Some(fds) = plan.out_pipes {
+        for fd in fds {
+            // SAFETY: our own copies of the write ends.
+            unsafe { libc::close(fd) };
+        }
+    }
     super::trace::step("init: command forked");
     let mut report = supervise(plan, cmd);
     super::trace::step("init: command reaped");

@@ -1,0 +1,166 @@
+//! `polysandbox eval`: a whole benchmark, one sandbox per instance.
+
+use crate::eval::{self, report, Format, InstanceResult, Options};
+use crate::units;
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+DATASET: a directory in the Aider polyglot layout (<lang>/exercises/practice/<name>/),
+  or a JSON/JSONL file of SWE-bench, Multi-SWE-bench or CoderEval-style records.
+PREDICTIONS: gold, stub, a directory of edited solution files, or a JSON/JSONL file of
+  {instance_id, model_patch} (SWE-bench) or {task_id, generation} (CoderEval) records.
+Verdicts: resolved, unresolved, empty_patch, patch_failed, timeout, oom, error
+  (error = infrastructure: kept out of accuracy_score and retried).
+Exit status: 0 every instance got a verdict other than error; 1 some ended in error;
+  130 interrupted (rerun with --resume); 125 eval could not start.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct EvalArgs {
+    /// The dataset: an Aider-layout directory or a JSON/JSONL file.
+    dataset: PathBuf,
+    /// gold, stub, a directory, or a JSON/JSONL file of predictions.
+    #[arg(short = 'p', long, default_value = "gold")]
+    predictions: String,
+    /// Sandboxes at once (also bounded by the host's memory and the limits).
+    #[arg(short = 'j', long, default_value_t = 2)]
+    jobs: usize,
+    /// Only these languages.
+    #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
+    filter_category: Vec<String>,
+    /// A deterministic sample of N instances.
+    #[arg(short = 'n', long = "sample", value_name = "N")]
+    sample: Option<usize>,
+    /// Only these instance ids.
+    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID")]
+    instances: Vec<String>,
+    /// Wall-clock limit per instance (default: the catalogue's per language).
+    #[arg(long, value_parser = units::parse_duration)]
+    timeout: Option<Duration>,
+    /// CPUs per instance (default: the catalogue's).
+    #[arg(long, value_parser = units::parse_cpus)]
+    cpus: Option<f64>,
+    /// Memory per instance, no swap (default: the catalogue's).
+    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    memory: Option<u64>,
+    /// Use this image for a language: LANG=REF.
+    #[arg(long = "image", value_name = "LANG=REF")]
+    images: Vec<String>,
+    /// A TOML file overriding catalogue fields, one table per language.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Where results.jsonl, report.json, junit.xml and logs/ go.
+    #[arg(short = 'o', long, default_value = "polysandbox-eval")]
+    output: PathBuf,
+    /// Continue the run in --output: instances whose prediction and settings are unchanged
+    /// keep their verdicts (infrastructure errors run again).
+    #[arg(long)]
+    resume: bool,
+    /// Retries of an instance that ended in an infrastructure error.
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+    /// Run shard I of N (from 1), a deterministic split for job arrays.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// What goes to stdout at the end.
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "junit"])]
+    format: String,
+    /// A directory of git mirrors, for repository instances (SWE-bench style).
+    #[arg(long)]
+    repos: Option<PathBuf>,
+    /// Image store directory.
+    #[arg(long)]
+    root: Option<PathBuf>,
+}
+
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or("expected I/N, e.g. 2/8")?;
+    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| "I must be a number")?, n.trim().parse().map_err(|_| "N must be a number")?);
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("{s}: shards count from 1 to N"));
+    }
+    Ok((i, n))
+}
+
+pub fn main(a: EvalArgs) -> i32 {
+    if a.jobs == 0 {
+        return super::error("--jobs must be at least 1");
+    }
+    let binary = match std::env::current_exe() {
+        Ok(b) => b,
+        Err(e) => return super::error(format!("cannot find the polysandbox binary: {e}")),
+    };
+    let o = Options {
+        dataset: a.dataset,
+        predictions: a.predictions,
+        jobs: a.jobs,
+        languages: a.filter_category,
+        sample: a.sample,
+        ids: a.instances,
+        timeout: a.timeout,
+        cpus: a.cpus,
+        memory: a.memory,
+        images: a.images,
+        config: a.config,
+        output: a.output,
+        resume: a.resume,
+        retries: a.retries,
+        shard: a.shard,
+        format: match a.format.as_str() {
+            "json" => Format::Json,
+            "junit" => Format::Junit,
+            _ => Format::Table,
+        },
+        repos: a.repos,
+        root: a.root,
+        binary,
+    };
+    let tty = std::io::stderr().is_terminal();
+    let bar = ProgressBar::hidden();
+    if tty {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        bar.set_style(ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed_precise}, ETA {eta}]").unwrap());
+    }
+    let progress = |r: &InstanceResult, done: usize, total: usize, resolved: usize| {
+        let line = format!(
+            "[{done}/{total}] {:<40} {:<12} {:>7.1}s {:>6.1}s cpu {:>5} MiB{}",
+            r.instance_id,
+            r.verdict,
+            r.wall_s,
+            r.cpu_s,
+            r.memory_peak_bytes >> 20,
+            r.reason.as_ref().filter(|_| r.verdict != "resolved").map(|s| format!("  ({})", s.lines().next().unwrap_or(""))).unwrap_or_default()
+        );
+        if tty {
+            bar.set_length(total as u64);
+            bar.set_position(done as u64);
+            bar.set_message(format!("resolved {resolved}"));
+            bar.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    };
+    let (results, interrupted, wall) = match eval::run(&o, &progress) {
+        Ok(x) => x,
+        Err(e) => return super::error(e),
+    };
+    bar.finish_and_clear();
+    match o.format {
+        Format::Table => print!("{}", report::table(&results, wall)),
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report::summary(&results, wall)).unwrap()),
+        Format::Junit => print!("{}", report::junit(&results)),
+    }
+    eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());
+    if interrupted {
+        eprintln!("polysandbox: interrupted; continue with --resume");
+        130
+    } else if results.iter().any(|r| r.verdict == "error") {
+        1
+    } else {
+        0
+    }
+}

@@ -1,0 +1,109 @@
+//! The language catalogue (`images/LANG.toml`): which image, which probe, setup and test
+//! command, which parser, and default limits. Built into the binary; overridden per field from a
+//! config file (`--config FILE`, tables named by language) and `--image LANG=REF`.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const BUILTIN: &[&str] = &[
+    include_str!("../../images/cpp.toml"),
+    include_str!("../../images/go.toml"),
+    include_str!("../../images/java.toml"),
+    include_str!("../../images/javascript.toml"),
+    include_str!("../../images/python.toml"),
+    include_str!("../../images/rust.toml"),
+    include_str!("../../images/typescript.toml"),
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Runner {
+    pub language: String,
+    pub image: String,
+    /// Proves the toolchain is there; its failure is an infrastructure error.
+    pub probe: Vec<String>,
+    /// Shell steps run in the instance's directory before the tests.
+    #[serde(default)]
+    pub setup: Vec<String>,
+    /// The test command; `{report}` is a directory the runner may write reports to.
+    pub test: Vec<String>,
+    /// For repository instances (SWE-bench style) without their own test_cmd: `{tests}` is
+    /// replaced by the test files the test patch touches.
+    #[serde(default)]
+    pub repo_test: Vec<String>,
+    /// For CoderEval-style instances: the file the joined code goes to, and how to run it.
+    #[serde(default)]
+    pub snippet_file: Option<String>,
+    #[serde(default)]
+    pub snippet_run: Vec<String>,
+    pub parser: String,
+    pub timeout: String,
+    pub memory: String,
+    pub cpus: f64,
+    #[serde(default)]
+    pub env: Vec<String>,
+}
+
+pub type Catalogue = BTreeMap<String, Runner>;
+
+fn merge(base: &mut toml::Table, over: &toml::Table) {
+    for (k, v) in over {
+        base.insert(k.clone(), v.clone());
+    }
+}
+
+/// The built-in catalogue with the config file's and the command line's overrides applied.
+pub fn load(config: Option<&Path>, images: &[String]) -> Result<Catalogue, String> {
+    let mut tables: BTreeMap<String, toml::Table> = BTreeMap::new();
+    for text in BUILTIN {
+        let t: toml::Table = text.parse().map_err(|e| format!("built-in catalogue: {e}"))?;
+        let lang = t.get("language").and_then(|v| v.as_str()).ok_or("built-in catalogue entry without a language")?;
+        tables.insert(lang.to_string(), t);
+    }
+    if let Some(path) = config {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let t: toml::Table = text.parse().map_err(|e| format!("{}: {e}", path.display()))?;
+        for (lang, v) in t {
+            let over = v.as_table().ok_or_else(|| format!("{}: [{lang}] must be a table", path.display()))?;
+            let entry = tables.entry(lang.clone()).or_default();
+            entry.insert("language".into(), toml::Value::String(lang.clone()));
+            merge(entry, over);
+        }
+    }
+    for spec in images {
+        let (lang, image) = spec.split_once('=').ok_or_else(|| format!("--image {spec}: expected LANG=REF"))?;
+        let entry = tables.get_mut(lang).ok_or_else(|| format!("--image {spec}: no language {lang:?} in the catalogue"))?;
+        entry.insert("image".into(), toml::Value::String(image.to_string()));
+    }
+    let mut cat = Catalogue::new();
+    for (lang, t) in tables {
+        let r: Runner = toml::Value::Table(t).try_into().map_err(|e| format!("catalogue entry {lang}: {e}"))?;
+        if !super::parse::KNOWN.contains(&r.parser.as_str()) {
+            return Err(format!("catalogue entry {lang}: unknown parser {:?} (known: {})", r.parser, super::parse::KNOWN.join(", ")));
+        }
+        cat.insert(lang, r);
+    }
+    Ok(cat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_loads_and_overrides_apply() {
+        let cat = load(None, &["python=example.org/py:1".into()]).unwrap();
+        assert_eq!(cat.len(), 7);
+        assert_eq!(cat["python"].image, "example.org/py:1");
+        assert!(load(None, &["cobol=x".into()]).unwrap_err().contains("no language"));
+        assert!(load(None, &["python".into()]).unwrap_err().contains("LANG=REF"));
+        let dir = std::env::temp_dir().join(format!("ps-cat-{}", std::process::id()));
+        std::fs::write(&dir, "[go]\ntimeout = \"9s\"\n[python]\nparser = \"nope\"\n").unwrap();
+        let err = load(Some(&dir), &[]).unwrap_err();
+        assert!(err.contains("unknown parser"), "{err}");
+        std::fs::write(&dir, "[go]\ntimeout = \"9s\"\n").unwrap();
+        assert_eq!(load(Some(&dir), &[]).unwrap()["go"].timeout, "9s");
+        std::fs::remove_file(&dir).unwrap();
+    }
+}

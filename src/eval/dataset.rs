@@ -1,0 +1,324 @@
+//! Datasets and predictions: the Aider polyglot layout, SWE-bench and Multi-SWE-bench records,
+//! CoderEval-style snippets; predictions `gold`, `stub`, a directory of edited files, or
+//! JSON/JSONL records.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    /// `<lang>/exercises/practice/<name>/` with `.meta/config.json`.
+    Exercise { dir: PathBuf, name: String, solution: Vec<String>, test: Vec<String>, example: Vec<String> },
+    /// A repository at a commit, a test patch, and the tests that grade it.
+    Repo {
+        repo: String,
+        base_commit: String,
+        gold_patch: String,
+        test_patch: String,
+        fail_to_pass: Vec<String>,
+        pass_to_pass: Vec<String>,
+        test_cmd: Option<String>,
+    },
+    /// Solution code and test code, joined into one file and run.
+    Snippet { gold: String, stub: String, test: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct Instance {
+    pub id: String,
+    pub language: String,
+    /// An image the record names itself (SWE-bench style), over the catalogue's.
+    pub image: Option<String>,
+    pub kind: Kind,
+}
+
+/// What a prediction gives for one instance.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Prediction {
+    Gold,
+    Stub,
+    /// Edited files by path relative to the instance (an exercise's solution files).
+    Files(BTreeMap<String, Vec<u8>>),
+    /// A unified diff (an empty one is an empty patch).
+    Patch(String),
+    /// Code for a snippet instance.
+    Code(String),
+    /// The predictions name nothing for this instance.
+    Missing,
+}
+
+impl Prediction {
+    /// The bytes that identify this prediction, for `--resume`.
+    pub fn content(&self) -> Vec<u8> {
+        match self {
+            Prediction::Gold => b"gold".to_vec(),
+            Prediction::Stub => b"stub".to_vec(),
+            Prediction::Missing => b"missing".to_vec(),
+            Prediction::Patch(p) | Prediction::Code(p) => p.as_bytes().to_vec(),
+            Prediction::Files(f) => {
+                let mut v = Vec::new();
+                for (k, b) in f {
+                    v.extend_from_slice(k.as_bytes());
+                    v.push(0);
+                    v.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                    v.extend_from_slice(b);
+                }
+                v
+            }
+        }
+    }
+}
+
+fn read_records(path: &Path) -> Result<Vec<Value>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('[') || trimmed.starts_with('{') {
+        if let Ok(v) = serde_json::from_str::<Value>(&text) {
+            return match v {
+                Value::Array(a) => Ok(a),
+                Value::Object(ref o) => {
+                    for key in ["tasks", "instances", "predictions"] {
+                        if let Some(Value::Array(a)) = o.get(key) {
+                            return Ok(a.clone());
+                        }
+                    }
+                    // A SWE-bench predictions dict: {instance_id: {...}}.
+                    if o.values().all(|x| x.is_object()) && !o.is_empty() {
+                        return Ok(o
+                            .iter()
+                            .map(|(k, x)| {
+                                let mut x = x.clone();
+                                x.as_object_mut().unwrap().entry("instance_id").or_insert(Value::String(k.clone()));
+                                x
+                            })
+                            .collect());
+                    }
+                    Ok(vec![v])
+                }
+                _ => Err(format!("{}: expected JSON records", path.display())),
+            };
+        }
+    }
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
+    }
+    Ok(out)
+}
+
+fn string(v: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| match &v[*k] {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// A test list: a JSON list, a JSON-encoded list in a string (SWE-bench on Hugging Face), or a
+/// Multi-SWE-bench map from test name to its runs.
+fn test_list(v: &Value) -> Result<Vec<String>, String> {
+    match v {
+        Value::Null => Ok(vec![]),
+        Value::Array(a) => Ok(a.iter().filter_map(|x| x.as_str().map(String::from)).collect()),
+        Value::Object(o) => Ok(o.keys().cloned().collect()),
+        Value::String(s) if s.trim().is_empty() => Ok(vec![]),
+        Value::String(s) => test_list(&serde_json::from_str::<Value>(s).map_err(|e| format!("test list {s:?}: {e}"))?),
+        _ => Err("test list: expected a list".into()),
+    }
+}
+
+fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
+    let at = || format!("{} record {}", path.display(), n + 1);
+    let language = string(v, &["language", "lang"]).map(|l| l.to_lowercase());
+    let image = string(v, &["image", "image_name", "docker_image"]);
+    if v.get("base_commit").is_some() || v.get("fix_patch").is_some() {
+        let multi = v.get("fix_patch").is_some();
+        let repo = if multi {
+            format!("{}/{}", string(v, &["org"]).unwrap_or_default(), string(v, &["repo"]).unwrap_or_default())
+        } else {
+            string(v, &["repo"]).ok_or_else(|| format!("{}: no repo", at()))?
+        };
+        let id = match string(v, &["instance_id"]) {
+            Some(id) => id,
+            None if multi => format!("{}-{}", repo.replace('/', "__"), string(v, &["number"]).unwrap_or_default()),
+            None => return Err(format!("{}: no instance_id", at())),
+        };
+        let base_commit = string(v, &["base_commit"])
+            .or_else(|| v["base"]["sha"].as_str().map(String::from))
+            .ok_or_else(|| format!("{id}: no base_commit"))?;
+        return Ok(Instance {
+            id: id.clone(),
+            language: language.unwrap_or_else(|| "python".into()),
+            image,
+            kind: Kind::Repo {
+                repo,
+                base_commit,
+                gold_patch: string(v, &["patch", "fix_patch"]).unwrap_or_default(),
+                test_patch: string(v, &["test_patch"]).unwrap_or_default(),
+                fail_to_pass: test_list(v.get("FAIL_TO_PASS").or(v.get("f2p_tests")).unwrap_or(&Value::Null)).map_err(|e| format!("{id}: {e}"))?,
+                pass_to_pass: test_list(v.get("PASS_TO_PASS").or(v.get("p2p_tests")).unwrap_or(&Value::Null)).map_err(|e| format!("{id}: {e}"))?,
+                test_cmd: string(v, &["test_cmd", "test_command"]),
+            },
+        });
+    }
+    let id = string(v, &["instance_id", "task_id", "_id", "id"]).ok_or_else(|| format!("{}: no instance_id or task_id", at()))?;
+    let test = string(v, &["test", "test_code", "tests"]).ok_or_else(|| format!("{id}: neither base_commit (SWE-bench), fix_patch (Multi-SWE-bench) nor test (CoderEval)"))?;
+    Ok(Instance {
+        id: id.clone(),
+        language: language.unwrap_or_else(|| "python".into()),
+        image,
+        kind: Kind::Snippet {
+            gold: string(v, &["solution", "canonical_solution", "code"]).unwrap_or_default(),
+            stub: string(v, &["stub", "prompt", "signature"]).unwrap_or_default(),
+            test,
+        },
+    })
+}
+
+fn exercise(lang: &str, dir: &Path) -> Result<Instance, String> {
+    let name = dir.file_name().unwrap().to_string_lossy().to_string();
+    let cfg_path = dir.join(".meta/config.json");
+    let cfg: Value = serde_json::from_str(&std::fs::read_to_string(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?)
+        .map_err(|e| format!("{}: {e}", cfg_path.display()))?;
+    let list = |k: &str| -> Vec<String> { cfg["files"][k].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)).collect() };
+    let (solution, test, example) = (list("solution"), list("test"), list("example"));
+    if solution.is_empty() || test.is_empty() {
+        return Err(format!("{}: files.solution and files.test must name files", cfg_path.display()));
+    }
+    for f in solution.iter().chain(&test).chain(&example) {
+        if f.starts_with('/') || f.split('/').any(|c| c == "..") {
+            return Err(format!("{}: file {f:?} leaves the exercise", cfg_path.display()));
+        }
+    }
+    Ok(Instance {
+        id: format!("{lang}/{name}"),
+        language: lang.to_string(),
+        image: None,
+        kind: Kind::Exercise { dir: dir.to_path_buf(), name, solution, test, example },
+    })
+}
+
+/// Every instance of a dataset: a directory in the Aider polyglot layout, or a JSON/JSONL file.
+pub fn load(path: &Path) -> Result<Vec<Instance>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("dataset {}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    if meta.is_dir() {
+        let mut langs: Vec<_> = std::fs::read_dir(path).map_err(|e| format!("{}: {e}", path.display()))?.flatten().map(|e| e.path()).collect();
+        langs.sort();
+        for l in langs {
+            let practice = l.join("exercises/practice");
+            let Ok(rd) = std::fs::read_dir(&practice) else { continue };
+            let lang = l.file_name().unwrap().to_string_lossy().to_string();
+            let mut dirs: Vec<_> = rd.flatten().map(|e| e.path()).filter(|p| p.join(".meta/config.json").is_file()).collect();
+            dirs.sort();
+            for d in dirs {
+                out.push(exercise(&lang, &d)?);
+            }
+        }
+        if out.is_empty() {
+            return Err(format!("dataset {}: no <lang>/exercises/practice/<name>/.meta/config.json beneath it", path.display()));
+        }
+    } else {
+        for (n, v) in read_records(path)?.iter().enumerate() {
+            out.push(record(v, path, n)?);
+        }
+        if out.is_empty() {
+            return Err(format!("dataset {}: no records", path.display()));
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    for i in &out {
+        if !seen.insert(i.id.clone()) {
+            return Err(format!("dataset {}: instance {} appears twice", path.display(), i.id));
+        }
+    }
+    Ok(out)
+}
+
+/// Accepts `aider_<lang>_<name>` for `<lang>/<name>`.
+pub fn canonical_id(id: &str, known: &std::collections::HashSet<String>) -> String {
+    if known.contains(id) {
+        return id.to_string();
+    }
+    if let Some(rest) = id.strip_prefix("aider_") {
+        if let Some((lang, name)) = rest.split_once('_') {
+            let c = format!("{lang}/{name}");
+            if known.contains(&c) {
+                return c;
+            }
+        }
+    }
+    id.to_string()
+}
+
+pub enum Predictions {
+    Gold,
+    Stub,
+    Dir(PathBuf),
+    Records(BTreeMap<String, Prediction>),
+}
+
+/// `gold`, `stub`, a directory of edited files, or a JSON/JSONL file of records.
+pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Predictions, String> {
+    match spec {
+        "gold" => return Ok(Predictions::Gold),
+        "stub" => return Ok(Predictions::Stub),
+        _ => {}
+    }
+    let path = Path::new(spec);
+    if path.is_dir() {
+        return Ok(Predictions::Dir(path.to_path_buf()));
+    }
+    let known: std::collections::HashSet<String> = instances.iter().map(|i| i.id.clone()).collect();
+    let mut map = BTreeMap::new();
+    for (n, v) in read_records(path).map_err(|e| format!("predictions: {e}"))?.iter().enumerate() {
+        let id = string(v, &["instance_id", "task_id", "_id", "id"]).ok_or_else(|| format!("predictions {spec} record {}: no instance_id", n + 1))?;
+        let pred = if let Some(p) = string(v, &["model_patch", "fix_patch", "patch"]) {
+            Prediction::Patch(p)
+        } else if let Some(c) = string(v, &["generation", "completion", "code", "solution"]) {
+            Prediction::Code(c)
+        } else if let Some(Value::Array(a)) = v.get("generate_results") {
+            Prediction::Code(a.first().and_then(|x| x.as_str()).unwrap_or("").to_string())
+        } else {
+            return Err(format!("predictions {spec}: {id}: no model_patch, generation or code"));
+        };
+        map.insert(canonical_id(&id, &known), pred);
+    }
+    Ok(Predictions::Records(map))
+}
+
+impl Predictions {
+    pub fn for_instance(&self, inst: &Instance) -> Result<Prediction, String> {
+        Ok(match self {
+            Predictions::Gold => Prediction::Gold,
+            Predictions::Stub => Prediction::Stub,
+            Predictions::Records(m) => m.get(&inst.id).cloned().unwrap_or(Prediction::Missing),
+            Predictions::Dir(d) => {
+                let Kind::Exercise { name, solution, .. } = &inst.kind else {
+                    return Err(format!("{}: a predictions directory holds exercise files; use a JSONL of model_patch for this dataset", inst.id));
+                };
+                let candidates = [d.join(&inst.language).join("exercises/practice").join(name), d.join(&inst.language).join(name), d.join(inst.id.replace('/', "__"))];
+                let Some(base) = candidates.iter().find(|c| c.is_dir()) else { return Ok(Prediction::Missing) };
+                let mut files = BTreeMap::new();
+                for s in solution {
+                    match std::fs::read(base.join(s)) {
+                        Ok(b) => {
+                            files.insert(s.clone(), b);
+                        }
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(format!("{}: {e}", base.join(s).display())),
+                    }
+                }
+                if files.is_empty() {
+                    Prediction::Missing
+                } else {
+                    Prediction::Files(files)
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,578 @@
+//! `polysandbox eval`: every instance of a benchmark in a sandbox of its own, graded, measured,
+//! and reported. Steps: load the catalogue, the dataset and the predictions; select (language,
+//! ids, shard, sample); skip what `--resume` may skip; make sure each image is there and its
+//! toolchain answers (once per image); run the instances, at most `--jobs` at once and no more
+//! than the host's memory holds; append each result as it comes; write the reports.
+
+pub mod catalogue;
+pub mod dataset;
+pub mod parse;
+pub mod prepare;
+pub mod report;
+
+use catalogue::Runner;
+use dataset::{Instance, Kind, Prediction};
+use parse::{Status, TestResult};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+pub const VERDICTS: &[&str] = &["resolved", "unresolved", "empty_patch", "patch_failed", "timeout", "oom", "error"];
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Format {
+    Table,
+    Json,
+    Junit,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub dataset: PathBuf,
+    pub predictions: String,
+    pub jobs: usize,
+    pub languages: Vec<String>,
+    pub sample: Option<usize>,
+    pub ids: Vec<String>,
+    pub timeout: Option<Duration>,
+    pub cpus: Option<f64>,
+    pub memory: Option<u64>,
+    pub images: Vec<String>,
+    pub config: Option<PathBuf>,
+    pub output: PathBuf,
+    pub resume: bool,
+    pub retries: u32,
+    /// (index from 1, count)
+    pub shard: Option<(usize, usize)>,
+    pub format: Format,
+    pub repos: Option<PathBuf>,
+    pub root: Option<PathBuf>,
+    /// The polysandbox binary that runs each sandbox.
+    pub binary: PathBuf,
+}
+
+/// How a FAIL_TO_PASS or PASS_TO_PASS list fared.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct Grade {
+    pub success: Vec<String>,
+    pub failure: Vec<String>,
+}
+
+/// One line of results.jsonl.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceResult {
+    pub instance_id: String,
+    pub language: String,
+    pub verdict: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub memory_peak_bytes: u64,
+    pub timed_out: bool,
+    pub oom: bool,
+    pub tests: Vec<TestResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fail_to_pass: Option<Grade>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pass_to_pass: Option<Grade>,
+    pub image: String,
+    pub attempts: u32,
+    /// Hash of the prediction and the settings; `--resume` reruns an instance when it changes.
+    pub key: String,
+}
+
+impl InstanceResult {
+    fn bare(inst: &Instance, image: &str, key: &str, verdict: &str, reason: Option<String>) -> InstanceResult {
+        InstanceResult {
+            instance_id: inst.id.clone(),
+            language: inst.language.clone(),
+            verdict: verdict.into(),
+            reason,
+            exit_code: None,
+            signal: None,
+            wall_s: 0.0,
+            cpu_s: 0.0,
+            memory_peak_bytes: 0,
+            timed_out: false,
+            oom: false,
+            tests: vec![],
+            fail_to_pass: None,
+            pass_to_pass: None,
+            image: image.into(),
+            attempts: 0,
+            key: key.into(),
+        }
+    }
+}
+
+/// The directory name for an instance's logs.
+pub fn slug(id: &str) -> String {
+    let s: String = id.replace('/', "__").chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    if s.is_empty() || s.starts_with('.') {
+        format!("_{s}")
+    } else {
+        s
+    }
+}
+
+struct Job {
+    inst: Instance,
+    pred: Prediction,
+    runner: Runner,
+    image: String,
+    key: String,
+    memory: u64,
+    timeout: String,
+    cpus: f64,
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+fn install_signal_handlers() {
+    unsafe {
+        let mut sa: libc::sigaction = std::mem::zeroed();
+        sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigaction(libc::SIGINT, &sa, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &sa, std::ptr::null_mut());
+    }
+}
+
+fn host_memory() -> u64 {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kib: u64 = text.lines().find(|l| l.starts_with("MemTotal:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0);
+    (kib * 1024).saturating_sub(1 << 30).max(1 << 30)
+}
+
+/// Deterministic order for `-n`: by the hash of the id, so a sample is stable and unbiased by name.
+fn sample_order(id: &str) -> [u8; 32] {
+    Sha256::digest(id.as_bytes()).into()
+}
+
+fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
+    if !o.languages.is_empty() {
+        all.retain(|i| o.languages.contains(&i.language));
+    }
+    if !o.ids.is_empty() {
+        let known: HashSet<String> = all.iter().map(|i| i.id.clone()).collect();
+        let wanted: HashSet<String> = o.ids.iter().map(|id| dataset::canonical_id(id, &known)).collect();
+        if let Some(missing) = wanted.iter().find(|id| !known.contains(*id)) {
+            return Err(format!("-t {missing}: no such instance in the dataset (or filtered out by --filter-category)"));
+        }
+        all.retain(|i| wanted.contains(&i.id));
+    }
+    all.sort_by(|a, b| a.id.cmp(&b.id));
+    if let Some((i, n)) = o.shard {
+        all = all.into_iter().enumerate().filter(|(k, _)| k % n == i - 1).map(|(_, x)| x).collect();
+    }
+    if let Some(n) = o.sample {
+        all.sort_by_key(|i| sample_order(&i.id));
+        all.truncate(n);
+        all.sort_by(|a, b| a.id.cmp(&b.id));
+    }
+    Ok(all)
+}
+
+fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    // A line cut short by a crash is skipped: that instance simply runs again.
+    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+}
+
+fn polysandbox(o: &Options) -> Command {
+    let mut c = Command::new(&o.binary);
+    c.arg("run").arg("-q");
+    if let Some(r) = &o.root {
+        c.arg("--root").arg(r);
+    }
+    c
+}
+
+/// Checks an image is in the store and its toolchain answers: one sandbox per image.
+fn probe(o: &Options, image: &str, runner: &Runner) -> Result<(), String> {
+    let out = polysandbox(o)
+        .args(["--timeout", "120s", "--memory", &runner.memory])
+        .args(runner.env.iter().flat_map(|e| ["-e".to_string(), e.replace("{memory}", "1073741824")]))
+        .arg(image)
+        .arg("--")
+        .args(&runner.probe)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{}: {e}", o.binary.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let last = text.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+    if last.contains("polysandbox: error") {
+        Err(format!("image {image}: {}", last.trim_start_matches("polysandbox: error: ")))
+    } else {
+        Err(format!("toolchain probe `{}` failed in {image} (exit {}): {last}", runner.probe.join(" "), out.status.code().unwrap_or(-1)))
+    }
+}
+
+/// Grades one finished run.
+fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
+    let Some(rec) = record else {
+        r.verdict = "error".into();
+        r.reason = Some(output.lines().rev().find(|l| l.contains("polysandbox: error")).unwrap_or("the sandbox left no usage record").to_string());
+        return;
+    };
+    r.exit_code = rec.exit_code;
+    r.signal = rec.signal;
+    r.wall_s = rec.wall_time_s;
+    r.cpu_s = rec.cpu_total_s;
+    r.memory_peak_bytes = rec.memory_peak_bytes;
+    r.timed_out = rec.timed_out || rec.cpu_time_exceeded;
+    r.oom = rec.oom_killed;
+    // Snippets are graded by their exit status: the test code is plain asserts.
+    let parser = if matches!(inst.kind, Kind::Snippet { .. }) { "exit-code" } else { runner.parser.as_str() };
+    let parsed = parse::parse(parser, output, report_dir);
+    r.tests = parsed.tests.clone();
+    match rec.status.as_str() {
+        "timeout" | "cpu_time" => {
+            r.verdict = "timeout".into();
+            r.reason = Some(format!("{} limit reached", if rec.timed_out { "wall-clock" } else { "cpu-time" }));
+            return;
+        }
+        "oom" => {
+            r.verdict = "oom".into();
+            r.reason = Some("memory limit reached".into());
+            return;
+        }
+        "interrupted" => {
+            r.verdict = "interrupted".into();
+            return;
+        }
+        _ => {}
+    }
+    if rec.polysandbox_exit_code == crate::sandbox::exit::ERROR && rec.exit_code.is_none() {
+        r.verdict = "error".into();
+        r.reason = Some("the sandbox failed".into());
+        return;
+    }
+    let (f2p, p2p) = match &inst.kind {
+        Kind::Repo { fail_to_pass, pass_to_pass, .. } => (fail_to_pass.clone(), pass_to_pass.clone()),
+        _ => (vec![], vec![]),
+    };
+    if !f2p.is_empty() || !p2p.is_empty() {
+        let g = |list: &[String]| {
+            let mut gr = Grade::default();
+            for t in list {
+                if parsed.status_of(t) == Some(Status::Passed) {
+                    gr.success.push(t.clone());
+                } else {
+                    gr.failure.push(t.clone());
+                }
+            }
+            gr
+        };
+        let (a, b) = (g(&f2p), g(&p2p));
+        let ok = a.failure.is_empty() && b.failure.is_empty();
+        r.verdict = if ok { "resolved" } else { "unresolved" }.into();
+        if !ok {
+            let first = a.failure.first().or(b.failure.first()).unwrap();
+            r.reason = Some(format!("{} of FAIL_TO_PASS and {} of PASS_TO_PASS not passing (first: {first})", a.failure.len(), b.failure.len()));
+        }
+        r.fail_to_pass = Some(a);
+        r.pass_to_pass = Some(b);
+        return;
+    }
+    // Exit 0 alone is not enough: the runner must have reached its own summary, with at least
+    // one test passing and none failing.
+    let (passed, failed) = (parsed.passed(), parsed.failed());
+    let reason = if rec.output_limit_exceeded {
+        Some("output limit reached".to_string())
+    } else if rec.exit_code != Some(0) {
+        Some(match rec.signal {
+            Some(s) => format!("tests ended by signal {s}"),
+            None => format!("tests exited {}; {failed} failed, {passed} passed", rec.exit_code.unwrap_or(-1)),
+        })
+    } else if !parsed.complete {
+        Some(format!("exit 0 but no {parser} summary: the run did not finish its tests"))
+    } else if failed > 0 {
+        Some(format!("exit 0 but {failed} tests failed"))
+    } else if passed == 0 && parser != "exit-code" {
+        Some("no test passed".to_string())
+    } else {
+        None
+    };
+    r.verdict = if reason.is_none() { "resolved" } else { "unresolved" }.into();
+    r.reason = reason;
+}
+
+fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Mutex<HashSet<u32>>) -> InstanceResult {
+    let mut r = InstanceResult::bare(&job.inst, &job.image, &job.key, "error", None);
+    let _ = std::fs::remove_dir_all(scratch);
+    if let Err(e) = std::fs::create_dir_all(scratch) {
+        r.reason = Some(format!("{}: {e}", scratch.display()));
+        return r;
+    }
+    let prepared = match prepare::prepare(&job.inst, &job.pred, &job.runner, scratch, o.repos.as_deref()) {
+        Ok(p) => p,
+        Err(prepare::NotRun::EmptyPatch) => {
+            r.verdict = "empty_patch".into();
+            return r;
+        }
+        Err(prepare::NotRun::PatchFailed(e)) => {
+            r.verdict = "patch_failed".into();
+            r.reason = Some(e);
+            return r;
+        }
+        Err(prepare::NotRun::Error(e)) => {
+            r.reason = Some(e);
+            return r;
+        }
+    };
+    let _ = std::fs::write(logs.join("patch.diff"), &prepared.applied);
+    let report_dir = scratch.join("report");
+    let _ = std::fs::create_dir_all(&report_dir);
+    const REPORT: &str = "/polysandbox-report";
+    let stats = logs.join("usage.json");
+    let _ = std::fs::remove_file(&stats);
+    let output_path = logs.join("test_output.txt");
+    let out = match std::fs::File::create(&output_path) {
+        Ok(f) => f,
+        Err(e) => {
+            r.reason = Some(format!("{}: {e}", output_path.display()));
+            return r;
+        }
+    };
+    let script = prepared.setup.iter().map(|s| s.as_str()).chain(["exec \"$@\""]).collect::<Vec<_>>().join(" && ");
+    let mut cmd = polysandbox(o);
+    cmd.args(["--timeout", &job.timeout, "--memory", &job.memory.to_string(), "--cpus", &job.cpus.to_string(), "--output-limit", "16M"])
+        .arg("--stats-json")
+        .arg(&stats)
+        .arg("-v")
+        .arg(format!("{}:{}", prepared.tree.display(), prepared.mount))
+        .arg("-v")
+        .arg(format!("{}:{REPORT}", report_dir.display()))
+        .args(["-w", &prepared.mount]);
+    // `{memory}` in an environment value is the memory limit in bytes (e.g. the JVM's MaxRAM:
+    // it cannot see a v1 cgroup's limit from inside the sandbox).
+    for e in &job.runner.env {
+        cmd.args(["-e", &e.replace("{memory}", &job.memory.to_string())]);
+    }
+    cmd.arg(&job.image).args(["--", "sh", "-c", &script, "sh"]).args(prepared.test.iter().map(|a| a.replace("{report}", REPORT)));
+    let child = cmd.stdin(Stdio::null()).stdout(out.try_clone().unwrap()).stderr(out).spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            r.reason = Some(format!("{}: {e}", o.binary.display()));
+            return r;
+        }
+    };
+    children.lock().unwrap().insert(child.id());
+    let _ = child.wait();
+    children.lock().unwrap().remove(&child.id());
+    let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
+    let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    grade(&job.inst, &job.runner, record, &output, &report_dir, &mut r);
+    // The runner's report files go with the logs.
+    if std::fs::read_dir(&report_dir).map(|mut d| d.next().is_some()).unwrap_or(false) {
+        let _ = std::fs::rename(&report_dir, logs.join("reports")).or_else(|_| {
+            let _ = std::fs::remove_dir_all(logs.join("reports"));
+            std::fs::rename(&report_dir, logs.join("reports"))
+        });
+    }
+    r
+}
+
+fn key_of(pred: &Prediction, runner: &Runner, image: &str, timeout: &str, memory: u64, cpus: f64, inst: &Instance) -> String {
+    let mut h = Sha256::new();
+    h.update(pred.content());
+    h.update(format!("{runner:?}|{image}|{timeout}|{memory}|{cpus}|{:?}", inst.kind).as_bytes());
+    format!("{:x}", h.finalize())[..16].to_string()
+}
+
+/// Runs the evaluation; returns the results (earlier resumed ones included) and whether it was
+/// interrupted.
+pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize)) -> Result<(Vec<InstanceResult>, bool, Duration), String> {
+    let started = Instant::now();
+    let cat = catalogue::load(o.config.as_deref(), &o.images)?;
+    let all = dataset::load(&o.dataset)?;
+    for l in &o.languages {
+        if !all.iter().any(|i| &i.language == l) {
+            return Err(format!("--filter-category {l}: no instance of that language in the dataset"));
+        }
+    }
+    let preds = dataset::load_predictions(&o.predictions, &all)?;
+    let selected = select(all, o)?;
+    std::fs::create_dir_all(o.output.join("logs")).map_err(|e| format!("--output {}: {e}", o.output.display()))?;
+    let results_path = o.output.join("results.jsonl");
+    let earlier = read_results(&results_path)?;
+    if !earlier.is_empty() && !o.resume {
+        return Err(format!("{} holds an earlier run's results: pass --resume to continue it, or choose another --output", o.output.display()));
+    }
+    let earlier: HashMap<String, InstanceResult> = earlier.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
+
+    let mut done = Vec::new();
+    let mut jobs = Vec::new();
+    for inst in selected {
+        let pred = preds.for_instance(&inst)?;
+        let Some(runner) = cat.get(&inst.language).cloned() else {
+            done.push(InstanceResult::bare(&inst, "", "", "error", Some(format!("no runner for language {:?} in the catalogue", inst.language))));
+            continue;
+        };
+        let image = inst.image.clone().unwrap_or_else(|| runner.image.clone());
+        let memory = match o.memory {
+            Some(m) => m,
+            None => crate::units::parse_size(&runner.memory).map_err(|e| format!("catalogue {}: memory: {e}", runner.language))?,
+        };
+        let timeout = match o.timeout {
+            Some(t) => format!("{}ms", t.as_millis()),
+            None => runner.timeout.clone(),
+        };
+        let cpus = o.cpus.unwrap_or(runner.cpus);
+        let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst);
+        if let Some(prev) = earlier.get(&inst.id) {
+            if prev.key == key && prev.verdict != "error" {
+                done.push(prev.clone());
+                continue;
+            }
+        }
+        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus });
+    }
+
+    // Each image once, before its jobs: there, and its toolchain answering.
+    let mut broken: HashMap<String, String> = HashMap::new();
+    let mut probed = HashSet::new();
+    for j in &jobs {
+        if matches!(j.pred, Prediction::Missing) || !probed.insert((j.image.clone(), j.runner.language.clone())) {
+            continue;
+        }
+        if let Err(e) = probe(o, &j.image, &j.runner) {
+            broken.insert(format!("{}\0{}", j.image, j.runner.language), e);
+        }
+    }
+
+    let results_file = Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(&results_path).map_err(|e| format!("{}: {e}", results_path.display()))?);
+    let total = done.len() + jobs.len();
+    let mut resolved = done.iter().filter(|r| r.verdict == "resolved").count();
+    for (k, r) in done.iter().enumerate() {
+        progress(r, k + 1, total, resolved);
+    }
+    install_signal_handlers();
+    let queue: Mutex<VecDeque<Job>> = Mutex::new(jobs.into());
+    let budget = (Mutex::new(host_memory()), Condvar::new());
+    let children: Arc<Mutex<HashSet<u32>>> = Arc::default();
+    let finished = Arc::new(AtomicBool::new(false));
+    // Forwards an interrupt to the running sandboxes (a terminal's Ctrl-C reaches them anyway).
+    let watcher = {
+        let (children, finished) = (children.clone(), finished.clone());
+        std::thread::spawn(move || {
+            while !finished.load(Ordering::SeqCst) {
+                if INTERRUPTED.load(Ordering::SeqCst) {
+                    for pid in children.lock().unwrap().iter() {
+                        unsafe { libc::kill(*pid as i32, libc::SIGTERM) };
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        })
+    };
+    let (tx, rx) = std::sync::mpsc::channel::<InstanceResult>();
+    let host = host_memory();
+    std::thread::scope(|s| {
+        for w in 0..o.jobs.max(1) {
+            let (tx, queue, budget, children, broken) = (tx.clone(), &queue, &budget, &children, &broken);
+            s.spawn(move || loop {
+                if INTERRUPTED.load(Ordering::SeqCst) {
+                    return;
+                }
+                let Some(job) = queue.lock().unwrap().pop_front() else { return };
+                let logs = o.output.join("logs").join(slug(&job.inst.id));
+                let _ = std::fs::create_dir_all(&logs);
+                if let Some(e) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
+                    if !matches!(job.pred, Prediction::Missing) {
+                        let _ = tx.send(InstanceResult::bare(&job.inst, &job.image, &job.key, "error", Some(e.clone())));
+                        continue;
+                    }
+                }
+                // Admission by memory: the sum of the running sandboxes' limits fits the host.
+                let need = job.memory.min(host);
+                {
+                    let (lock, cv) = budget;
+                    let mut free = lock.lock().unwrap();
+                    while *free < need {
+                        free = cv.wait(free).unwrap();
+                    }
+                    *free -= need;
+                }
+                let scratch = o.output.join(".work").join(format!("{w}-{}", slug(&job.inst.id)));
+                let mut attempts = 0;
+                let r = loop {
+                    attempts += 1;
+                    let mut r = run_instance(o, &job, &scratch, &logs, children);
+                    r.attempts = attempts;
+                    if r.verdict != "error" || attempts > o.retries || INTERRUPTED.load(Ordering::SeqCst) {
+                        break r;
+                    }
+                };
+                let _ = std::fs::remove_dir_all(&scratch);
+                {
+                    let (lock, cv) = budget;
+                    *lock.lock().unwrap() += need;
+                    cv.notify_all();
+                }
+                // An instance cut short by Ctrl-C is not recorded: --resume runs it again.
+                if r.verdict != "interrupted" && !INTERRUPTED.load(Ordering::SeqCst) {
+                    let _ = tx.send(r);
+                }
+            });
+        }
+        drop(tx);
+        for r in rx {
+            if let Ok(line) = serde_json::to_string(&r) {
+                let mut f = results_file.lock().unwrap();
+                let _ = writeln!(f, "{line}");
+                let _ = f.flush();
+            }
+            if r.verdict == "resolved" {
+                resolved += 1;
+            }
+            done.push(r);
+            progress(done.last().unwrap(), done.len(), total, resolved);
+        }
+    });
+    finished.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    let _ = std::fs::remove_dir_all(o.output.join(".work"));
+    done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+    let interrupted = INTERRUPTED.load(Ordering::SeqCst);
+    let wall = started.elapsed();
+    let summary = report::summary(&done, wall);
+    let write = |name: &str, text: String| std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()));
+    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
+    write("junit.xml", report::junit(&done))?;
+    Ok((done, interrupted, wall))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_stay_in_one_directory() {
+        assert_eq!(slug("python/bob"), "python__bob");
+        assert_eq!(slug("../x y"), "_..__x_y");
+        assert_eq!(slug(".."), "_..");
+        assert!(!slug("a/../../b").contains('/'));
+    }
+}

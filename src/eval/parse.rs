@@ -1,0 +1,335 @@
+//! Parsers that turn a test runner's output into per-test statuses and durations.
+//!
+//! Each reads only what the runner itself writes in a form a test's own printing does not
+//! imitate: pytest's final short summary (its fd-level capture keeps the code's output out),
+//! `go test -json` events (test2json frames real results, since Go 1.20), jest's and JUnit's
+//! report files (written to a directory bound for this run), libtest's result lines (it
+//! captures test output), Catch2's closing totals. `complete` says the runner got as far as its
+//! own summary: a run that exits 0 without it (the code called exit(0)) is not a pass.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+pub const KNOWN: &[&str] = &["pytest", "gotest", "cargo", "jest", "junit-xml", "catch2", "exit-code"];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    Failed,
+    Skipped,
+    Error,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub name: String,
+    pub status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_s: Option<f64>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Parsed {
+    pub tests: Vec<TestResult>,
+    /// Totals from a runner that gives no names (Catch2): (passed, failed).
+    pub totals: Option<(u64, u64)>,
+    /// The runner's own end-of-run summary was found.
+    pub complete: bool,
+}
+
+impl Parsed {
+    pub fn failed(&self) -> usize {
+        self.tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count()
+            + self.totals.map_or(0, |(_, f)| f as usize)
+    }
+    pub fn passed(&self) -> usize {
+        self.tests.iter().filter(|t| t.status == Status::Passed).count() + self.totals.map_or(0, |(p, _)| p as usize)
+    }
+    pub fn status_of(&self, name: &str) -> Option<Status> {
+        self.tests.iter().rev().find(|t| t.name == name).map(|t| t.status)
+    }
+}
+
+/// Parses `output` (stdout and stderr, interleaved) and the report directory with `parser`.
+pub fn parse(parser: &str, output: &str, report_dir: &Path) -> Parsed {
+    match parser {
+        "pytest" => pytest(output),
+        "gotest" => gotest(output),
+        "cargo" => cargo(output),
+        "jest" => jest(report_dir),
+        "junit-xml" => junit_dir(report_dir),
+        "catch2" => catch2(output),
+        _ => Parsed { complete: true, ..Parsed::default() },
+    }
+}
+
+fn is_rule(line: &str, inner: impl Fn(&str) -> bool) -> bool {
+    let t = line.trim();
+    t.starts_with('=') && t.ends_with('=') && inner(t.trim_matches('=').trim())
+}
+
+/// pytest -rA: the last "short test summary info" section and the closing "N passed in Xs"
+/// rule after it; durations from `--durations=0`.
+pub fn pytest(output: &str) -> Parsed {
+    let lines: Vec<&str> = output.lines().collect();
+    let mut p = Parsed::default();
+    let Some(start) = lines.iter().rposition(|l| is_rule(l, |s| s == "short test summary info")) else {
+        // No summary section: pytest -rA prints one whenever it collected a test, so this run
+        // ended early or collected nothing; the closing rule alone says which.
+        p.complete = lines.iter().any(|l| is_rule(l, |s| s.contains(" in ") && s.ends_with('s') || s.starts_with("no tests ran")));
+        return p;
+    };
+    for line in &lines[start + 1..] {
+        if is_rule(line, |s| s.contains(" in ")) {
+            p.complete = true;
+            break;
+        }
+        let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let status = match word {
+            "PASSED" | "XFAIL" => Status::Passed,
+            "FAILED" | "XPASS" => Status::Failed,
+            "ERROR" => Status::Error,
+            _ => continue, // SKIPPED lines name a file and line, not a test
+        };
+        let name = rest.split(" - ").next().unwrap_or(rest).trim();
+        if !name.is_empty() {
+            p.tests.push(TestResult { name: name.to_string(), status, duration_s: None });
+        }
+    }
+    // "0.01s call     tests/test_x.py::test_a" lines (setup/call/teardown summed).
+    if let Some(d) = lines.iter().position(|l| is_rule(l, |s| s.contains("slowest") && s.contains("durations"))) {
+        for line in &lines[d + 1..start] {
+            let mut it = line.split_whitespace();
+            let (Some(secs), Some(_phase), Some(name)) = (it.next(), it.next(), it.next()) else { continue };
+            let Some(secs) = secs.strip_suffix('s').and_then(|s| s.parse::<f64>().ok()) else { continue };
+            for t in p.tests.iter_mut().filter(|t| t.name == name) {
+                *t.duration_s.get_or_insert(0.0) += secs;
+            }
+        }
+    }
+    p
+}
+
+#[derive(Deserialize)]
+struct GoEvent {
+    #[serde(rename = "Action")]
+    action: String,
+    #[serde(rename = "Test")]
+    test: Option<String>,
+    #[serde(rename = "Elapsed")]
+    elapsed: Option<f64>,
+}
+
+/// `go test -json`: test-level pass/fail/skip events; complete when a package-level result came.
+pub fn gotest(output: &str) -> Parsed {
+    let mut p = Parsed::default();
+    for line in output.lines().filter(|l| l.starts_with('{')) {
+        let Ok(ev) = serde_json::from_str::<GoEvent>(line) else { continue };
+        let status = match ev.action.as_str() {
+            "pass" => Status::Passed,
+            "fail" => Status::Failed,
+            "skip" => Status::Skipped,
+            _ => continue,
+        };
+        match ev.test {
+            Some(name) => p.tests.push(TestResult { name, status, duration_s: ev.elapsed }),
+            None => p.complete = true,
+        }
+    }
+    p
+}
+
+/// libtest: "test NAME ... ok|FAILED|ignored" and "test result:" per test binary.
+pub fn cargo(output: &str) -> Parsed {
+    let mut p = Parsed::default();
+    for line in output.lines() {
+        if line.starts_with("test result: ") {
+            p.complete = true;
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("test ") else { continue };
+        let Some((name, result)) = rest.rsplit_once(" ... ") else { continue };
+        let status = match result.trim() {
+            "ok" => Status::Passed,
+            "FAILED" => Status::Failed,
+            r if r.starts_with("ignored") => Status::Skipped,
+            _ => continue,
+        };
+        p.tests.push(TestResult { name: name.to_string(), status, duration_s: None });
+    }
+    p
+}
+
+/// jest --json --outputFile={report}/jest.json.
+pub fn jest(report_dir: &Path) -> Parsed {
+    let mut p = Parsed::default();
+    let Ok(text) = std::fs::read_to_string(report_dir.join("jest.json")) else { return p };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return p };
+    p.complete = true;
+    for file in v["testResults"].as_array().into_iter().flatten() {
+        let asserts = file["assertionResults"].as_array().cloned().unwrap_or_default();
+        if asserts.is_empty() && file["status"] == "failed" {
+            // The file did not load (syntax error, missing export): one failure for it.
+            let name = file["name"].as_str().unwrap_or("test file").rsplit('/').next().unwrap_or("").to_string();
+            p.tests.push(TestResult { name, status: Status::Error, duration_s: None });
+        }
+        for a in asserts {
+            let status = match a["status"].as_str() {
+                Some("passed") => Status::Passed,
+                Some("failed") => Status::Failed,
+                _ => Status::Skipped,
+            };
+            let name = a["fullName"].as_str().or(a["title"].as_str()).unwrap_or("").to_string();
+            p.tests.push(TestResult { name, status, duration_s: a["duration"].as_f64().map(|ms| ms / 1000.0) });
+        }
+    }
+    p
+}
+
+fn unescape(s: &str) -> String {
+    s.replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", "\"").replace("&apos;", "'").replace("&#39;", "'").replace("&amp;", "&")
+}
+
+fn attr(tag: &str, name: &str) -> Option<String> {
+    let key = format!(" {name}=\"");
+    let start = tag.find(&key)? + key.len();
+    let end = tag[start..].find('"')? + start;
+    Some(unescape(&tag[start..end]))
+}
+
+/// JUnit XML (`<testcase classname name time>` with `<failure>`, `<error>` or `<skipped>`).
+pub fn junit_xml(xml: &str, p: &mut Parsed) {
+    let mut rest = xml;
+    while let Some(i) = rest.find("<testcase") {
+        rest = &rest[i..];
+        let Some(end) = rest.find('>') else { break };
+        let tag = &rest[..end];
+        let self_closing = tag.ends_with('/');
+        let body_end = if self_closing { end } else { rest.find("</testcase>").unwrap_or(rest.len()) };
+        let body = &rest[end..body_end];
+        let status = if body.contains("<failure") {
+            Status::Failed
+        } else if body.contains("<error") {
+            Status::Error
+        } else if body.contains("<skipped") {
+            Status::Skipped
+        } else {
+            Status::Passed
+        };
+        let name = attr(tag, "name").unwrap_or_default();
+        let name = match attr(tag, "classname") {
+            Some(c) if !c.is_empty() => format!("{c}.{name}"),
+            _ => name,
+        };
+        let duration_s = attr(tag, "time").and_then(|t| t.parse().ok());
+        p.tests.push(TestResult { name, status, duration_s });
+        rest = &rest[body_end.max(end)..];
+    }
+}
+
+/// Every *.xml report in the directory (pytest --junitxml, JUnit's --reports-dir).
+pub fn junit_dir(report_dir: &Path) -> Parsed {
+    let mut p = Parsed::default();
+    let mut files: Vec<_> = std::fs::read_dir(report_dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    files.sort();
+    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
+        if let Ok(xml) = std::fs::read_to_string(f) {
+            if xml.contains("<testsuite") {
+                p.complete = true;
+                junit_xml(&xml, &mut p);
+            }
+        }
+    }
+    p
+}
+
+fn number_before(s: &str, word: &str) -> Option<u64> {
+    let i = s.find(word)?;
+    s[..i].split(|c: char| !c.is_ascii_digit()).filter(|w| !w.is_empty()).last()?.parse().ok()
+}
+
+/// Catch2's totals: "All tests passed (N assertions in M test cases)" or
+/// "test cases: M | P passed | F failed".
+pub fn catch2(output: &str) -> Parsed {
+    let mut p = Parsed::default();
+    for line in output.lines() {
+        if line.starts_with("All tests passed") {
+            let m = number_before(line, "test case").unwrap_or(0);
+            p.totals = Some((m, 0));
+            p.complete = true;
+        } else if let Some(rest) = line.strip_prefix("test cases:") {
+            let passed = number_before(rest, "passed").unwrap_or(0);
+            let failed = number_before(rest, "failed").unwrap_or(0);
+            p.totals = Some((passed, failed));
+            p.complete = true;
+        }
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pytest_reads_only_the_last_summary() {
+        let out = "\
+PASSED fake::a
+============================= short test summary info ==============================
+PASSED also_fake::b
+=== fake rule ===
+================================== PASSES ==================================
+============================= slowest durations =============================
+0.50s call     t.py::test_a
+0.25s setup    t.py::test_a
+============================= short test summary info ==============================
+PASSED t.py::test_a
+FAILED t.py::test_b - AssertionError: assert 1 == 2
+SKIPPED [1] t.py:9: unconditional skip
+========================= 1 failed, 1 passed in 0.02s ==========================
+";
+        let p = pytest(out);
+        assert!(p.complete);
+        assert_eq!(p.tests.len(), 2);
+        assert_eq!(p.status_of("t.py::test_a"), Some(Status::Passed));
+        assert_eq!(p.tests[0].duration_s, Some(0.75));
+        assert_eq!(p.status_of("t.py::test_b"), Some(Status::Failed));
+        assert_eq!(p.status_of("fake::a"), None);
+        let cut = pytest("============ short test summary info ============\nPASSED t.py::x\n");
+        assert!(!cut.complete);
+    }
+
+    #[test]
+    fn gotest_events() {
+        let out = "{\"Action\":\"run\",\"Test\":\"TestA\"}\n{\"Action\":\"output\",\"Test\":\"TestA\",\"Output\":\"--- PASS: TestFake\\n\"}\n\
+{\"Action\":\"pass\",\"Test\":\"TestA\",\"Elapsed\":0.5}\n{\"Action\":\"fail\",\"Test\":\"TestB\"}\n{\"Action\":\"fail\",\"Package\":\"x\"}\n";
+        let p = gotest(out);
+        assert!(p.complete);
+        assert_eq!(p.tests.len(), 2);
+        assert_eq!(p.tests[0].duration_s, Some(0.5));
+        assert_eq!(p.failed(), 1);
+    }
+
+    #[test]
+    fn cargo_lines() {
+        let out = "running 3 tests\ntest a ... ok\ntest b::c ... FAILED\ntest d ... ignored, slow\ntest src/lib.rs - f (line 3) ... ok\n\ntest result: FAILED. 2 passed; 1 failed\n";
+        let p = cargo(out);
+        assert!(p.complete);
+        assert_eq!((p.passed(), p.failed(), p.tests.len()), (2, 1, 4));
+    }
+
+    #[test]
+    fn junit_and_catch2() {
+        let mut p = Parsed::default();
+        junit_xml(r#"<testsuite><testcase name="a()" classname="T" time="0.5"/><testcase name="b&amp;c" classname="T" time="1"><failure message="x"/></testcase><testcase name="s" classname=""><skipped/></testcase></testsuite>"#, &mut p);
+        assert_eq!(p.tests.len(), 3);
+        assert_eq!(p.tests[0].name, "T.a()");
+        assert_eq!(p.status_of("T.b&c"), Some(Status::Failed));
+        assert_eq!(p.status_of("s"), Some(Status::Skipped));
+        let c = catch2("===\nAll tests passed (12 assertions in 5 test cases)\n");
+        assert_eq!((c.passed(), c.failed(), c.complete), (5, 0, true));
+        let c = catch2("test cases:  5 |  3 passed | 2 failed\nassertions: 9 | 7 passed | 2 failed\n");
+        assert_eq!((c.passed(), c.failed()), (3, 2));
+    }
+}

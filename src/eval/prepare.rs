@@ -1,0 +1,305 @@
+//! Builds one instance's working tree on the host: the exercise or repository, the prediction
+//! applied (patches as SWE-bench applies them), and the test files put back from the dataset.
+
+use super::catalogue::Runner;
+use super::dataset::{Instance, Kind, Prediction};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub struct Prepared {
+    /// The tree bound into the sandbox at `mount`.
+    pub tree: PathBuf,
+    pub mount: String,
+    /// The argv run in the sandbox after the setup steps.
+    pub test: Vec<String>,
+    /// Shell steps before the tests.
+    pub setup: Vec<String>,
+    /// What the prediction changed, as a unified diff.
+    pub applied: String,
+}
+
+/// Why an instance did not get as far as its tests.
+pub enum NotRun {
+    EmptyPatch,
+    PatchFailed(String),
+    Error(String),
+}
+
+fn copy_tree(src: &Path, dst: &Path, skip_top: &[&str]) -> std::io::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for e in std::fs::read_dir(src)? {
+        let e = e?;
+        let name = e.file_name();
+        if skip_top.iter().any(|s| name == *s) {
+            continue;
+        }
+        let (from, to) = (e.path(), dst.join(&name));
+        let ft = e.file_type()?;
+        if ft.is_dir() {
+            copy_tree(&from, &to, &[])?;
+        } else if ft.is_symlink() {
+            std::os::unix::fs::symlink(std::fs::read_link(&from)?, &to)?;
+        } else {
+            std::fs::copy(&from, &to)?;
+        }
+    }
+    Ok(())
+}
+
+/// (example, solution path) pairs, as Exercism lays reference solutions out: an example with a
+/// solution's file name replaces it; a generic `example.*` replaces the one solution file with
+/// its extension (C++: example.h is the header); any other (Java's helper classes) goes beside
+/// the first solution file.
+pub fn gold_files(solution: &[String], example: &[String]) -> Vec<(String, String)> {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let ext = |p: &str| base(p).rsplit_once('.').map(|(_, e)| e.to_string()).unwrap_or_default();
+    let mut sols: Vec<String> = solution.to_vec();
+    let mut pairs = Vec::new();
+    for ex in example {
+        let b = base(ex);
+        if let Some(s) = sols.iter().find(|s| base(s) == b) {
+            pairs.push((ex.clone(), s.clone()));
+        } else if b.starts_with("example") && sols.iter().filter(|s| ext(s) == ext(ex)).count() == 1 {
+            let i = sols.iter().position(|s| ext(s) == ext(ex)).unwrap();
+            pairs.push((ex.clone(), sols.remove(i)));
+        } else {
+            let dir = solution[0].rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
+            pairs.push((ex.clone(), format!("{dir}{b}")));
+        }
+    }
+    pairs
+}
+
+fn run_quiet(cmd: &mut Command) -> Result<String, String> {
+    let out = cmd.stdin(Stdio::null()).output().map_err(|e| format!("{:?}: {e}", cmd.get_program()))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(text.trim().to_string())
+    }
+}
+
+/// The unified diff from `orig` to `new` for one relative path.
+fn diff(tree_a: &Path, tree_b: &Path, rel: &str) -> String {
+    let a = tree_a.join(rel);
+    let a = if a.exists() { a } else { PathBuf::from("/dev/null") };
+    Command::new("diff")
+        .args(["-u", "--label", &format!("a/{rel}"), "--label", &format!("b/{rel}")])
+        .arg(a)
+        .arg(tree_b.join(rel))
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).to_string())
+        .unwrap_or_default()
+}
+
+/// Applies a unified diff in `dir` as SWE-bench does: `git apply`, then `git apply --reject`,
+/// then `patch --fuzz`. Returns which one worked.
+pub fn apply_patch(dir: &Path, patch: &str, scratch: &Path) -> Result<&'static str, String> {
+    let file = scratch.join("prediction.patch");
+    std::fs::write(&file, patch).map_err(|e| e.to_string())?;
+    let attempts: [(&str, Vec<&str>); 3] = [
+        ("git apply", vec!["git", "apply", "--verbose", "--whitespace=nowarn"]),
+        ("git apply --reject", vec!["git", "apply", "--verbose", "--reject", "--whitespace=nowarn"]),
+        ("patch --fuzz=5", vec!["patch", "--batch", "--fuzz=5", "-p1", "-i"]),
+    ];
+    let mut errors = Vec::new();
+    for (name, argv) in attempts {
+        let mut cmd = Command::new(argv[0]);
+        cmd.args(&argv[1..]).arg(&file).current_dir(dir);
+        match run_quiet(&mut cmd) {
+            Ok(_) => return Ok(name),
+            Err(e) => errors.push(format!("{name}: {}", e.lines().last().unwrap_or(""))),
+        }
+    }
+    Err(errors.join("; "))
+}
+
+/// Paths a unified diff touches (its `b/` side, and `a/` for deletions).
+pub fn patch_paths(patch: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for line in patch.lines() {
+        let p = line.strip_prefix("+++ ").or_else(|| line.strip_prefix("--- "));
+        if let Some(p) = p {
+            let p = p.split('\t').next().unwrap_or(p).trim();
+            if let Some(rel) = p.strip_prefix("b/").or_else(|| p.strip_prefix("a/")) {
+                if !out.iter().any(|x| x == rel) {
+                    out.push(rel.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Drops the `<lang>/exercises/practice/<name>/` prefix a patch made at the benchmark's root has.
+fn relative_to_exercise(patch: &str, inst: &Instance, name: &str) -> String {
+    let prefix = format!("{}/exercises/practice/{name}/", inst.language);
+    patch.replace(&format!("a/{prefix}"), "a/").replace(&format!("b/{prefix}"), "b/")
+}
+
+fn git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir).args(["-c", "advice.detachedHead=false", "-c", "core.hooksPath=/dev/null"]);
+    c
+}
+
+fn shell_quote(s: &str) -> String {
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-:=+,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Path, repos: Option<&Path>) -> Result<Prepared, NotRun> {
+    let err = |e: String| NotRun::Error(e);
+    let tree = scratch.join("tree");
+    match &inst.kind {
+        Kind::Exercise { dir, name, solution, test, example } => {
+            // The exercise as shipped, without the reference solution and the docs.
+            copy_tree(dir, &tree, &[".meta", ".docs", ".approaches", ".articles"]).map_err(|e| err(format!("copying {}: {e}", dir.display())))?;
+            let stub = scratch.join("stub");
+            copy_tree(dir, &stub, &[".meta", ".docs", ".approaches", ".articles"]).map_err(|e| err(e.to_string()))?;
+            let mut touched: Vec<String> = solution.clone();
+            match pred {
+                Prediction::Gold => {
+                    for (ex, sol) in gold_files(solution, example) {
+                        if let Some(parent) = tree.join(&sol).parent() {
+                            std::fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
+                        }
+                        std::fs::copy(dir.join(&ex), tree.join(&sol)).map_err(|e| err(format!("{ex}: {e}")))?;
+                        touched.push(sol);
+                    }
+                    // Rust reference solutions declare their own dependencies.
+                    if dir.join(".meta/Cargo-example.toml").exists() {
+                        std::fs::copy(dir.join(".meta/Cargo-example.toml"), tree.join("Cargo.toml")).map_err(|e| err(e.to_string()))?;
+                        touched.push("Cargo.toml".into());
+                    }
+                }
+                Prediction::Stub => {}
+                Prediction::Files(files) => {
+                    for (rel, bytes) in files {
+                        std::fs::write(tree.join(rel), bytes).map_err(|e| err(format!("{rel}: {e}")))?;
+                    }
+                }
+                Prediction::Patch(p) if p.trim().is_empty() => return Err(NotRun::EmptyPatch),
+                Prediction::Patch(p) => {
+                    let p = relative_to_exercise(p, inst, name);
+                    apply_patch(&tree, &p, scratch).map_err(NotRun::PatchFailed)?;
+                    touched.extend(patch_paths(&p));
+                }
+                Prediction::Missing => return Err(NotRun::EmptyPatch),
+                Prediction::Code(_) => return Err(err(format!("{}: a code prediction for an exercise; give files or a model_patch", inst.id))),
+            }
+            // Test files always come from the dataset, whatever the prediction did to them.
+            for t in test {
+                std::fs::copy(dir.join(t), tree.join(t)).map_err(|e| err(format!("restoring {t}: {e}")))?;
+            }
+            touched.sort();
+            touched.dedup();
+            let applied: String = touched.iter().map(|rel| diff(&stub, &tree, rel)).collect();
+            let _ = std::fs::remove_dir_all(&stub);
+            if matches!(pred, Prediction::Files(_)) && applied.is_empty() {
+                return Err(NotRun::EmptyPatch);
+            }
+            Ok(Prepared { tree, mount: format!("/work/{name}"), test: runner.test.clone(), setup: runner.setup.clone(), applied })
+        }
+        Kind::Repo { repo, base_commit, gold_patch, test_patch, test_cmd, .. } => {
+            let patch = match pred {
+                Prediction::Gold => gold_patch.clone(),
+                Prediction::Patch(p) => p.clone(),
+                Prediction::Stub | Prediction::Missing => String::new(),
+                Prediction::Files(_) | Prediction::Code(_) => return Err(err(format!("{}: repository instances take a model_patch", inst.id))),
+            };
+            if patch.trim().is_empty() && !matches!(pred, Prediction::Stub) {
+                return Err(NotRun::EmptyPatch);
+            }
+            let repos = repos.ok_or_else(|| err(format!("{}: repository instances need --repos DIR (a directory of git mirrors)", inst.id)))?;
+            let flat = repo.replace('/', "__");
+            let name = repo.rsplit('/').next().unwrap_or(repo);
+            let mirror = [repos.join(repo), repos.join(format!("{repo}.git")), repos.join(&flat), repos.join(format!("{flat}.git")), repos.join(name), repos.join(format!("{name}.git"))]
+                .into_iter()
+                .find(|p| p.is_dir())
+                .ok_or_else(|| err(format!("{}: no mirror of {repo} in {}", inst.id, repos.display())))?;
+            run_quiet(Command::new("git").args(["clone", "--quiet", "--shared", "--no-checkout"]).arg(&mirror).arg(&tree)).map_err(|e| err(format!("git clone {}: {e}", mirror.display())))?;
+            run_quiet(git(&tree).args(["checkout", "--quiet", "--force", base_commit])).map_err(|e| err(format!("checkout {base_commit}: {e}")))?;
+            if !patch.trim().is_empty() {
+                apply_patch(&tree, &patch, scratch).map_err(NotRun::PatchFailed)?;
+            }
+            let applied = run_quiet(git(&tree).args(["diff", "--no-color"])).unwrap_or_default();
+            // The tests the test patch touches go back to the base commit, then the test patch
+            // goes on: the prediction's edits to them never count.
+            let tests = patch_paths(test_patch);
+            for t in &tests {
+                if run_quiet(git(&tree).args(["cat-file", "-e", &format!("{base_commit}:{t}")])).is_ok() {
+                    run_quiet(git(&tree).args(["checkout", "--quiet", base_commit, "--", t])).map_err(|e| err(format!("restoring {t}: {e}")))?;
+                } else {
+                    let _ = std::fs::remove_file(tree.join(t));
+                }
+            }
+            if !test_patch.trim().is_empty() {
+                let f = scratch.join("test.patch");
+                std::fs::write(&f, test_patch).map_err(|e| err(e.to_string()))?;
+                run_quiet(git(&tree).args(["apply", "--whitespace=nowarn"]).arg(&f)).map_err(|e| err(format!("the dataset's test_patch does not apply: {e}")))?;
+            }
+            let test = match test_cmd {
+                Some(c) => vec!["sh".into(), "-c".into(), c.clone()],
+                None if !runner.repo_test.is_empty() => {
+                    let quoted: Vec<String> = tests.iter().map(|t| shell_quote(t)).collect();
+                    runner.repo_test.iter().map(|a| a.replace("{tests}", &quoted.join(" "))).collect::<Vec<_>>()
+                }
+                None => runner.test.clone(),
+            };
+            // `{tests}` stands for several arguments: run it through the shell.
+            let test = if runner.repo_test.iter().any(|a| a.contains("{tests}")) && test_cmd.is_none() {
+                vec!["sh".into(), "-c".into(), test.join(" ")]
+            } else {
+                test
+            };
+            Ok(Prepared { tree, mount: "/testbed".into(), test, setup: vec![], applied })
+        }
+        Kind::Snippet { gold, stub, test } => {
+            let code = match pred {
+                Prediction::Gold => gold.clone(),
+                Prediction::Stub => stub.clone(),
+                Prediction::Code(c) => c.clone(),
+                Prediction::Patch(p) => p.clone(),
+                Prediction::Missing => String::new(),
+                Prediction::Files(_) => return Err(err(format!("{}: snippet instances take code", inst.id))),
+            };
+            if code.trim().is_empty() {
+                return Err(NotRun::EmptyPatch);
+            }
+            let file = runner.snippet_file.clone().ok_or_else(|| err(format!("{}: the {} runner has no snippet_file", inst.id, inst.language)))?;
+            std::fs::create_dir_all(&tree).map_err(|e| err(e.to_string()))?;
+            std::fs::write(tree.join(&file), format!("{code}\n\n{test}\n")).map_err(|e| err(e.to_string()))?;
+            let applied = code.clone();
+            Ok(Prepared { tree, mount: "/work/snippet".into(), test: runner.snippet_run.clone(), setup: vec![], applied })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gold_file_mapping() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(gold_files(&s(&["a.h", "a.cpp"]), &s(&[".meta/example.h", ".meta/example.cpp"])), vec![(".meta/example.h".into(), "a.h".into()), (".meta/example.cpp".into(), "a.cpp".into())]);
+        assert_eq!(
+            gold_files(&s(&["src/main/java/A.java"]), &s(&[".meta/src/reference/java/A.java", ".meta/src/reference/java/B.java"])),
+            vec![(".meta/src/reference/java/A.java".into(), "src/main/java/A.java".into()), (".meta/src/reference/java/B.java".into(), "src/main/java/B.java".into())]
+        );
+        assert_eq!(gold_files(&s(&["src/lib.rs", "Cargo.toml"]), &s(&[".meta/example.rs"])), vec![(".meta/example.rs".into(), "src/lib.rs".into())]);
+    }
+
+    #[test]
+    fn patch_paths_and_quoting() {
+        let p = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1 +1 @@\n-a\n+b\n--- /dev/null\n+++ b/new.py\n";
+        assert_eq!(patch_paths(p), vec!["x.py", "new.py"]);
+        assert_eq!(shell_quote("tests/t.py"), "tests/t.py");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+}

@@ -1,0 +1,164 @@
+//! The run's reports: report.json (SWE-bench's and HyperAgents' summary fields, a per-language
+//! breakdown, resource percentiles), junit.xml, and the summary table.
+
+use super::{InstanceResult, VERDICTS};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn percentiles(mut v: Vec<f64>) -> Value {
+    if v.is_empty() {
+        return Value::Null;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |q: f64| v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+    json!({"p50": at(0.5), "p90": at(0.9), "p99": at(0.99), "max": v[v.len() - 1], "sum": v.iter().sum::<f64>()})
+}
+
+fn ids(results: &[InstanceResult], pred: impl Fn(&InstanceResult) -> bool) -> Vec<String> {
+    results.iter().filter(|r| pred(r)).map(|r| r.instance_id.clone()).collect()
+}
+
+/// The share of resolved instances, infrastructure errors left out of the denominator.
+fn accuracy(results: &[InstanceResult]) -> f64 {
+    let scored = results.iter().filter(|r| r.verdict != "error").count();
+    let resolved = results.iter().filter(|r| r.verdict == "resolved").count();
+    if scored == 0 {
+        0.0
+    } else {
+        resolved as f64 / scored as f64
+    }
+}
+
+fn counts(results: &[InstanceResult]) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("total".into(), json!(results.len()));
+    for v in VERDICTS {
+        m.insert((*v).into(), json!(results.iter().filter(|r| r.verdict == *v).count()));
+    }
+    m.insert("accuracy_score".into(), json!(accuracy(results)));
+    m
+}
+
+pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
+    let ran = |r: &InstanceResult| !matches!(r.verdict.as_str(), "error" | "empty_patch");
+    let mut m = Map::new();
+    m.insert("accuracy_score".into(), json!(accuracy(results)));
+    m.insert("total".into(), json!(results.len()));
+    m.insert("submitted".into(), json!(results.iter().filter(|r| r.verdict != "empty_patch").count()));
+    m.insert("completed".into(), json!(results.iter().filter(|r| ran(r)).count()));
+    for v in VERDICTS {
+        m.insert((*v).into(), json!(results.iter().filter(|r| r.verdict == *v).count()));
+    }
+    // SWE-bench's names, for tools that read its report.
+    m.insert("total_instances".into(), json!(results.len()));
+    m.insert("submitted_instances".into(), m["submitted"].clone());
+    m.insert("completed_instances".into(), m["completed"].clone());
+    for v in VERDICTS {
+        m.insert(format!("{v}_instances"), m[*v].clone());
+    }
+    m.insert("submitted_ids".into(), json!(ids(results, |r| r.verdict != "empty_patch")));
+    m.insert("completed_ids".into(), json!(ids(results, ran)));
+    m.insert("incomplete_ids".into(), json!(ids(results, |r| !ran(r))));
+    for v in VERDICTS {
+        m.insert(format!("{v}_ids"), json!(ids(results, |r| r.verdict == *v)));
+    }
+    let mut by_lang: BTreeMap<String, Vec<InstanceResult>> = BTreeMap::new();
+    for r in results {
+        by_lang.entry(r.language.clone()).or_default().push(r.clone());
+    }
+    m.insert("by_language".into(), Value::Object(by_lang.iter().map(|(l, rs)| (l.clone(), Value::Object(counts(rs)))).collect()));
+    let measured: Vec<&InstanceResult> = results.iter().filter(|r| r.attempts > 0 && r.wall_s > 0.0).collect();
+    m.insert(
+        "resources".into(),
+        json!({
+            "wall_s": percentiles(measured.iter().map(|r| r.wall_s).collect()),
+            "cpu_s": percentiles(measured.iter().map(|r| r.cpu_s).collect()),
+            "memory_peak_bytes": percentiles(measured.iter().map(|r| r.memory_peak_bytes as f64).collect()),
+        }),
+    );
+    m.insert("wall_time_s".into(), json!(wall.as_secs_f64()));
+    m.insert("schema_version".into(), json!(2));
+    Value::Object(m)
+}
+
+fn esc(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect::<String>()
+        .replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// One testsuite per language, one testcase per instance.
+pub fn junit(results: &[InstanceResult]) -> String {
+    let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
+    for r in results {
+        by_lang.entry(&r.language).or_default().push(r);
+    }
+    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"polysandbox eval\">\n");
+    for (lang, rs) in by_lang {
+        let fail = rs.iter().filter(|r| !matches!(r.verdict.as_str(), "resolved" | "error" | "empty_patch")).count();
+        let err = rs.iter().filter(|r| r.verdict == "error").count();
+        let skip = rs.iter().filter(|r| r.verdict == "empty_patch").count();
+        let time: f64 = rs.iter().map(|r| r.wall_s).sum();
+        x += &format!("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{err}\" skipped=\"{skip}\" time=\"{time:.3}\">\n", esc(lang), rs.len());
+        for r in rs {
+            x += &format!("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"", esc(lang), esc(&r.instance_id), r.wall_s);
+            let msg = esc(&format!("{}{}", r.verdict, r.reason.as_ref().map(|s| format!(": {s}")).unwrap_or_default()));
+            x += &match r.verdict.as_str() {
+                "resolved" => "/>\n".to_string(),
+                "error" => format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n"),
+                "empty_patch" => format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n"),
+                v => format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n"),
+            };
+        }
+        x += "  </testsuite>\n";
+    }
+    x + "</testsuites>\n"
+}
+
+/// Per-language counts and resources, then the totals.
+pub fn table(results: &[InstanceResult], wall: Duration) -> String {
+    let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
+    for r in results {
+        by_lang.entry(&r.language).or_default().push(r);
+    }
+    let mut t = format!("{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n", "language", "total", "resolved", "unresolved", "empty", "patch_f", "timeout", "oom", "error", "cpu s", "peak MiB");
+    let mut row = |name: &str, rs: &[&InstanceResult]| {
+        let c = |v: &str| rs.iter().filter(|r| r.verdict == v).count();
+        let cpu: f64 = rs.iter().map(|r| r.cpu_s).sum();
+        let peak = rs.iter().map(|r| r.memory_peak_bytes).max().unwrap_or(0) >> 20;
+        t += &format!(
+            "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
+            name,
+            rs.len(),
+            c("resolved"),
+            c("unresolved"),
+            c("empty_patch"),
+            c("patch_failed"),
+            c("timeout"),
+            c("oom"),
+            c("error"),
+            cpu,
+            peak
+        );
+    };
+    for (l, rs) in &by_lang {
+        row(l, rs);
+    }
+    let all: Vec<&InstanceResult> = results.iter().collect();
+    row("all", &all);
+    let scored = results.iter().filter(|r| r.verdict != "error").count();
+    t += &format!(
+        "resolved {} of {} scored ({:.1}%), {} infrastructure errors, {:.1} s wall\n",
+        results.iter().filter(|r| r.verdict == "resolved").count(),
+        scored,
+        100.0 * accuracy(results),
+        results.len() - scored,
+        wall.as_secs_f64()
+    );
+    t
+}
