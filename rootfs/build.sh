@@ -11,6 +11,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# Part of every image's cache key: bump it when a change here changes what the images contain.
+RECIPE_FORMAT=1
 BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
 langs=("$@")
@@ -24,7 +26,7 @@ for lang in "${langs[@]}"; do
   pkgs=rootfs/$lang.packages
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
   setup=rootfs/$lang.setup
-  hash=$(cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites") rootfs/build.sh | sha256sum | cut -c1-16)
+  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites")) | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
@@ -50,8 +52,16 @@ for lang in "${langs[@]}"; do
       --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
       bookworm "${tarball%.tar}.partial.tar" "${sources[@]}"
     mv "${tarball%.tar}.partial.tar" "$tarball"
+    # Older builds of this recipe are dead weight now.
+    find .cache/images -name "$lang-*.tar" ! -name "$(basename "$tarball")" -delete
     echo "build: $lang: $(du -h "$tarball" | cut -f1) in $(( $(date +%s) - start )) s"
   fi
-  "$BIN" import "$tarball" --tag "$ref" >/dev/null
+  # Imported already (this tarball, this store, the name still there): nothing to do.
+  store="${POLYSANDBOX_ROOT:-default}-$(id -u)"
+  marker=.cache/images/.$lang-$hash.imported-$(echo "$store" | sha256sum | cut -c1-12)
+  if [ ! -f "$marker" ] || ! "$BIN" images | grep -q "^$ref "; then
+    "$BIN" import "$tarball" --tag "$ref" >/dev/null
+    touch "$marker"
+  fi
   echo "$ref $tarball"
 done

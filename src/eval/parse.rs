@@ -121,9 +121,34 @@ struct GoEvent {
     elapsed: Option<f64>,
 }
 
-/// `go test -json`: test-level pass/fail/skip events; complete when a package-level result came.
+/// Go: the test binary's own framed output (`-test.v=test2json` prefixes every line the testing
+/// package writes with ^V, so a line the code prints is never taken for a result), or, without
+/// framing, `go test -json` events. Complete when the framed PASS/FAIL or a package result came.
 pub fn gotest(output: &str) -> Parsed {
+    const MARK: char = '\u{16}';
     let mut p = Parsed::default();
+    if output.lines().any(|l| l.starts_with(MARK)) {
+        for line in output.lines().filter_map(|l| l.strip_prefix(MARK)) {
+            let line = line.trim_start();
+            if line == "PASS" || line == "FAIL" {
+                p.complete = true;
+                continue;
+            }
+            let (status, rest) = if let Some(r) = line.strip_prefix("--- PASS: ") {
+                (Status::Passed, r)
+            } else if let Some(r) = line.strip_prefix("--- FAIL: ") {
+                (Status::Failed, r)
+            } else if let Some(r) = line.strip_prefix("--- SKIP: ") {
+                (Status::Skipped, r)
+            } else {
+                continue;
+            };
+            let (name, secs) = rest.rsplit_once(" (").unwrap_or((rest, ""));
+            let duration_s = secs.trim_end_matches(')').strip_suffix('s').and_then(|v| v.parse().ok());
+            p.tests.push(TestResult { name: name.trim().to_string(), status, duration_s });
+        }
+        return p;
+    }
     for line in output.lines().filter(|l| l.starts_with('{')) {
         let Ok(ev) = serde_json::from_str::<GoEvent>(line) else { continue };
         let status = match ev.action.as_str() {
@@ -309,6 +334,15 @@ SKIPPED [1] t.py:9: unconditional skip
         assert_eq!(p.tests.len(), 2);
         assert_eq!(p.tests[0].duration_s, Some(0.5));
         assert_eq!(p.failed(), 1);
+        // Framed: unframed lines (the code's own printing) are never results.
+        let framed = "--- PASS: TestFake (0.00s)\nPASS\n\u{16}=== RUN   TestA\n\u{16}--- PASS: TestA (0.25s)\n\u{16}    --- FAIL: TestA/sub (0.00s)\n\u{16}FAIL\n";
+        let p = gotest(framed);
+        assert!(p.complete);
+        assert_eq!(p.tests.len(), 2);
+        assert_eq!(p.tests[0].duration_s, Some(0.25));
+        assert_eq!(p.status_of("TestFake"), None);
+        assert_eq!(p.status_of("TestA/sub"), Some(Status::Failed));
+        assert!(!gotest("--- PASS: TestFake (0.00s)\nPASS\n\u{16}=== RUN   TestA\n").complete);
     }
 
     #[test]

@@ -47,24 +47,28 @@ fn copy_tree(src: &Path, dst: &Path, skip_top: &[&str]) -> std::io::Result<()> {
 }
 
 /// (example, solution path) pairs, as Exercism lays reference solutions out: an example with a
-/// solution's file name replaces it; a generic `example.*` replaces the one solution file with
-/// its extension (C++: example.h is the header); any other (Java's helper classes) goes beside
-/// the first solution file.
+/// solution's file name replaces it; otherwise one (`example.*`, `proof.ci.js`) replaces the
+/// only remaining solution file with its extension (C++: example.h is the header); any other
+/// (Java's helper classes) goes beside the first solution file.
 pub fn gold_files(solution: &[String], example: &[String]) -> Vec<(String, String)> {
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     let ext = |p: &str| base(p).rsplit_once('.').map(|(_, e)| e.to_string()).unwrap_or_default();
     let mut sols: Vec<String> = solution.to_vec();
-    let mut pairs = Vec::new();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut rest = Vec::new();
     for ex in example {
-        let b = base(ex);
-        if let Some(s) = sols.iter().find(|s| base(s) == b) {
-            pairs.push((ex.clone(), s.clone()));
-        } else if b.starts_with("example") && sols.iter().filter(|s| ext(s) == ext(ex)).count() == 1 {
-            let i = sols.iter().position(|s| ext(s) == ext(ex)).unwrap();
-            pairs.push((ex.clone(), sols.remove(i)));
+        match sols.iter().position(|s| base(s) == base(ex)) {
+            Some(i) => pairs.push((ex.clone(), sols.remove(i))),
+            None => rest.push(ex.clone()),
+        }
+    }
+    for ex in rest {
+        let same: Vec<usize> = (0..sols.len()).filter(|&i| ext(&sols[i]) == ext(&ex)).collect();
+        if same.len() == 1 {
+            pairs.push((ex.clone(), sols.remove(same[0])));
         } else {
             let dir = solution[0].rsplit_once('/').map(|(d, _)| format!("{d}/")).unwrap_or_default();
-            pairs.push((ex.clone(), format!("{dir}{b}")));
+            pairs.push((ex.clone(), format!("{dir}{}", base(&ex))));
         }
     }
     pairs
@@ -222,7 +226,12 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 .into_iter()
                 .find(|p| p.is_dir())
                 .ok_or_else(|| err(format!("{}: no mirror of {repo} in {}", inst.id, repos.display())))?;
-            run_quiet(Command::new("git").args(["clone", "--quiet", "--shared", "--no-checkout"]).arg(&mirror).arg(&tree)).map_err(|e| err(format!("git clone {}: {e}", mirror.display())))?;
+            // The mirrors may belong to someone else (a shared, read-only directory): reading
+            // them is all we do, so git's ownership check does not apply (git 2.39 reads
+            // safe.directory from the global config only, not from -c).
+            let gitconfig = scratch.join("gitconfig");
+            std::fs::write(&gitconfig, "[safe]\n\tdirectory = *\n").map_err(|e| err(e.to_string()))?;
+            run_quiet(Command::new("git").env("GIT_CONFIG_GLOBAL", &gitconfig).args(["clone", "--quiet", "--shared", "--no-checkout"]).arg(&mirror).arg(&tree)).map_err(|e| err(format!("git clone {}: {e}", mirror.display())))?;
             run_quiet(git(&tree).args(["checkout", "--quiet", "--force", base_commit])).map_err(|e| err(format!("checkout {base_commit}: {e}")))?;
             if !patch.trim().is_empty() {
                 apply_patch(&tree, &patch, scratch).map_err(NotRun::PatchFailed)?;
@@ -293,6 +302,7 @@ mod tests {
             vec![(".meta/src/reference/java/A.java".into(), "src/main/java/A.java".into()), (".meta/src/reference/java/B.java".into(), "src/main/java/B.java".into())]
         );
         assert_eq!(gold_files(&s(&["src/lib.rs", "Cargo.toml"]), &s(&[".meta/example.rs"])), vec![(".meta/example.rs".into(), "src/lib.rs".into())]);
+        assert_eq!(gold_files(&s(&["sum-two.js"]), &s(&[".meta/proof.ci.js"])), vec![(".meta/proof.ci.js".into(), "sum-two.js".into())]);
     }
 
     #[test]

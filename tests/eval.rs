@@ -1,0 +1,343 @@
+//! `polysandbox eval` end to end: the project's own fixtures in all six languages, in the real
+//! toolchain images (built by `bash .ci/setup`), as root and as the unprivileged test user.
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The unprivileged user's own store, filled by .ci/setup (python and go).
+const USER_STORE: &str = "/var/tmp/polysandbox-psbtest";
+
+/// The eval fixtures, copied where the test user can read them.
+fn data() -> PathBuf {
+    static D: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    D.get_or_init(|| {
+        let dst = fixtures().dir.join("eval-fixtures");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval");
+        let ok = Command::new("cp").arg("-a").arg(&src).arg(&dst).status().unwrap().success();
+        assert!(ok);
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&dst).status().unwrap();
+        dst
+    })
+    .clone()
+}
+
+struct Run {
+    out: Output,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn results(&self) -> Vec<Value> {
+        let text = std::fs::read_to_string(self.dir.join("results.jsonl")).unwrap_or_default();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+    fn verdict(&self, id: &str) -> String {
+        let rs = self.results();
+        let r = rs.iter().rev().find(|r| r["instance_id"] == id).unwrap_or_else(|| panic!("no result for {id}: {}", stderr(&self.out)));
+        r["verdict"].as_str().unwrap().to_string()
+    }
+    fn result(&self, id: &str) -> Value {
+        self.results().into_iter().rev().find(|r| r["instance_id"] == id).unwrap()
+    }
+    fn report(&self) -> Value {
+        serde_json::from_str(&std::fs::read_to_string(self.dir.join("report.json")).unwrap()).unwrap()
+    }
+}
+
+fn eval_in(m: Mode, dir: &Path, args: &[&str]) -> Run {
+    let mut c = m.command();
+    c.arg("eval").args(args).arg("-o").arg(dir).stdin(Stdio::null());
+    if m == Mode::User && is_root() {
+        c.args(["--root", USER_STORE]);
+    }
+    Run { out: c.output().unwrap(), dir: dir.to_path_buf() }
+}
+
+fn eval(m: Mode, args: &[&str]) -> Run {
+    let dir = m.owned_dir("eval");
+    std::fs::remove_dir(&dir).unwrap();
+    let parent = dir.parent().unwrap().to_path_buf();
+    let dir = if m == Mode::User && is_root() {
+        // The output directory is created by eval itself, as the user.
+        let d = m.owned_dir("evalparent");
+        d.join("out")
+    } else {
+        parent.join(dir.file_name().unwrap())
+    };
+    eval_in(m, &dir, args)
+}
+
+fn polyglot() -> String {
+    data().join("polyglot").display().to_string()
+}
+
+fn prediction(name: &str) -> String {
+    data().join("predictions").join(name).display().to_string()
+}
+
+/// The languages each mode's store has images for.
+fn langs(m: Mode) -> Vec<&'static str> {
+    match m {
+        Mode::Root => vec!["cpp", "go", "java", "javascript", "python", "rust"],
+        Mode::User => vec!["go", "python"],
+    }
+}
+
+#[test]
+fn gold_resolves_and_stub_does_not_in_every_language() {
+    for m in modes() {
+        let l = langs(m);
+        let mut args = vec![polyglot(), "-j".into(), "2".into(), "--filter-category".into()];
+        args.extend(l.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let gold = eval(m, &a);
+        assert_eq!(code(&gold.out), 0, "{m:?}: {}\n{}", stdout(&gold.out), stderr(&gold.out));
+        for lang in &l {
+            let id = format!("{lang}/sum-two");
+            assert_eq!(gold.verdict(&id), "resolved", "{m:?} {id}: {}", gold.result(&id));
+            let r = gold.result(&id);
+            assert!(r["wall_s"].as_f64().unwrap() > 0.0 && r["cpu_s"].as_f64().unwrap() > 0.0, "{m:?}: {r}");
+            assert!(r["memory_peak_bytes"].as_u64().unwrap() > 1 << 20, "{m:?}: {r}");
+            // Per-test statuses where the runner names its tests (Catch2 gives totals only),
+            // the ignored/xtest/@Disabled second test included, as the harnesses run them.
+            if *lang != "cpp" {
+                let tests = r["tests"].as_array().unwrap();
+                assert_eq!(tests.len(), 2, "{m:?} {id}: {r}");
+                assert!(tests.iter().all(|t| t["status"] == "passed"), "{m:?} {id}: {r}");
+            }
+            let logs = gold.dir.join("logs").join(id.replace('/', "__"));
+            for f in ["test_output.txt", "patch.diff", "usage.json"] {
+                assert!(logs.join(f).is_file(), "{m:?}: {} missing", logs.join(f).display());
+            }
+        }
+        let rep = gold.report();
+        assert_eq!(rep["resolved"], l.len(), "{m:?}: {rep}");
+        assert_eq!(rep["accuracy_score"], 1.0);
+        assert_eq!(rep["by_language"]["python"]["resolved"], 1);
+        assert!(std::fs::read_to_string(gold.dir.join("junit.xml")).unwrap().contains("<testcase classname=\"python\" name=\"python/sum-two\""));
+        assert!(stdout(&gold.out).contains("resolved"), "the summary table");
+
+        let mut a = a.clone();
+        a.extend(["-p", "stub"]);
+        let stub = eval(m, &a);
+        assert_eq!(code(&stub.out), 0, "{m:?}: {}", stderr(&stub.out));
+        for lang in &l {
+            assert_eq!(stub.verdict(&format!("{lang}/sum-two")), "unresolved", "{m:?} {lang}");
+        }
+        assert_eq!(stub.report()["resolved"], 0);
+    }
+}
+
+#[test]
+fn timeouts_oom_edited_tests_and_fake_passes_are_caught() {
+    for m in modes() {
+        let p = polyglot();
+        let run = |pred: &str, extra: &[&str]| {
+            let mut a = vec![p.as_str(), "--filter-category", "python", "go", "-p", pred];
+            a.extend_from_slice(extra);
+            eval(m, &a)
+        };
+        let t = run(&prediction("timeout"), &["--timeout", "3s"]);
+        assert_eq!(t.verdict("python/sum-two"), "timeout", "{m:?}: {}", t.result("python/sum-two"));
+        assert_eq!(t.result("python/sum-two")["timed_out"], true);
+        // A directory of predictions that names no go file: that instance has nothing to run.
+        assert_eq!(t.verdict("go/sum-two"), "empty_patch");
+
+        let o = run(&prediction("oom"), &["--memory", "128M"]);
+        assert_eq!(o.verdict("python/sum-two"), "oom", "{m:?}: {}", o.result("python/sum-two"));
+        assert_eq!(o.result("python/sum-two")["oom"], true);
+
+        // Prints a passing run's lines and exits 0 before any test ran: exit 0 is not enough.
+        let f = run(&prediction("fake-pass"), &[]);
+        for id in ["python/sum-two", "go/sum-two"] {
+            let r = f.result(id);
+            assert_eq!(r["verdict"], "unresolved", "{m:?} {id}: {r}");
+            assert_eq!(r["exit_code"], 0, "{m:?} {id}: the fake did exit 0: {r}");
+        }
+
+        // A patch that makes the tests trivially true: test files come from the dataset.
+        let e = run(&prediction("edits-tests.jsonl"), &[]);
+        assert_eq!(e.verdict("python/sum-two"), "unresolved", "{m:?}: {}", e.result("python/sum-two"));
+        let good = run(&prediction("good-patch.jsonl"), &[]);
+        assert_eq!(good.verdict("python/sum-two"), "resolved", "{m:?}: {}", good.result("python/sum-two"));
+        assert!(std::fs::read_to_string(good.dir.join("logs/python__sum-two/patch.diff")).unwrap().contains("+    return a + b"));
+        let bad = run(&prediction("bad-patch.jsonl"), &[]);
+        assert_eq!(bad.verdict("python/sum-two"), "patch_failed", "{m:?}: {}", bad.result("python/sum-two"));
+    }
+}
+
+#[test]
+fn resume_skips_only_unchanged_instances() {
+    for m in modes() {
+        let p = polyglot();
+        let dir = m.owned_dir("resume").join("out");
+        let args = [p.as_str(), "--filter-category", "python", "-p", "stub"];
+        let first = eval_in(m, &dir, &args);
+        assert_eq!(first.results().len(), 1, "{m:?}: {}", stderr(&first.out));
+        // Without --resume an earlier run is never overwritten.
+        let again = eval_in(m, &dir, &args);
+        assert_eq!(code(&again.out), 125);
+        assert!(stderr(&again.out).contains("--resume"), "{}", stderr(&again.out));
+        assert_eq!(again.results().len(), 1);
+        let mut resumed = args.to_vec();
+        resumed.push("--resume");
+        let r = eval_in(m, &dir, &resumed);
+        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        assert_eq!(r.results().len(), 1, "{m:?}: nothing reran");
+        assert_eq!(r.report()["unresolved"], 1);
+        // A different prediction is a different instance run.
+        let mut changed = resumed.clone();
+        changed[4] = "gold";
+        let c = eval_in(m, &dir, &changed);
+        assert_eq!(c.results().len(), 2, "{m:?}");
+        assert_eq!(c.verdict("python/sum-two"), "resolved");
+        assert_eq!(c.report()["resolved"], 1);
+    }
+}
+
+/// A tiny python repository with a bug, its fix, and a test patch: SWE-bench's shape.
+fn swe_fixture(root: &Path) -> (PathBuf, PathBuf) {
+    let repos = root.join("repos");
+    let work = root.join("src");
+    std::fs::create_dir_all(work.join("tests")).unwrap();
+    std::fs::write(work.join("calc.py"), "def add(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n").unwrap();
+    std::fs::write(work.join("tests/test_calc.py"), "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n").unwrap();
+    let git = |args: &[&str], dir: &Path| {
+        let o = Command::new("git").args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]).args(args).current_dir(dir).output().unwrap();
+        assert!(o.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    git(&["init", "-q"], &work);
+    git(&["add", "."], &work);
+    git(&["commit", "-qm", "base"], &work);
+    let base = git(&["rev-parse", "HEAD"], &work);
+    std::fs::create_dir_all(&repos).unwrap();
+    git(&["clone", "-q", "--mirror", work.to_str().unwrap(), repos.join("acme__calc.git").to_str().unwrap()], root);
+    let fix = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n";
+    let test_patch = "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,5 +1,9 @@\n-from calc import mul\n+from calc import add, mul\n \n \n def test_mul():\n     assert mul(2, 3) == 6\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n";
+    let cheat = "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,5 +1,5 @@\n from calc import mul\n \n \n def test_mul():\n-    assert mul(2, 3) == 6\n+    assert True\n";
+    let inst = serde_json::json!({"instance_id": "acme__calc-1", "repo": "acme/calc", "base_commit": base, "patch": fix, "test_patch": test_patch,
+        "FAIL_TO_PASS": "[\"tests/test_calc.py::test_add\"]", "PASS_TO_PASS": ["tests/test_calc.py::test_mul"], "language": "python"});
+    let multi = serde_json::json!({"org": "acme", "repo": "calc", "number": 2, "base": {"sha": base}, "fix_patch": fix, "test_patch": test_patch,
+        "f2p_tests": {"tests/test_calc.py::test_add": {}}, "p2p_tests": {"tests/test_calc.py::test_mul": {}}, "language": "python"});
+    let dataset = root.join("swe.jsonl");
+    std::fs::write(&dataset, format!("{inst}\n{multi}\n")).unwrap();
+    let preds = [("acme__calc-1", cheat), ("acme__calc-2", "")].iter().map(|(id, p)| serde_json::json!({"instance_id": id, "model_name_or_path": "m", "model_patch": p}).to_string()).collect::<Vec<_>>().join("\n");
+    std::fs::write(root.join("preds.jsonl"), preds).unwrap();
+    Command::new("chmod").args(["-R", "a+rX"]).arg(root).status().unwrap();
+    (dataset, repos)
+}
+
+#[test]
+fn swe_bench_and_multi_swe_bench_records_are_graded_by_their_tests() {
+    for m in modes() {
+        let root = m.owned_dir("swe");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (dataset, repos) = swe_fixture(&root);
+        let (d, r) = (dataset.display().to_string(), repos.display().to_string());
+        let gold = eval(m, &[&d, "--repos", &r]);
+        assert_eq!(code(&gold.out), 0, "{m:?}: {}", stderr(&gold.out));
+        for id in ["acme__calc-1", "acme__calc-2"] {
+            let res = gold.result(id);
+            assert_eq!(res["verdict"], "resolved", "{m:?} {id}: {res}");
+            assert_eq!(res["fail_to_pass"]["success"][0], "tests/test_calc.py::test_add", "{res}");
+        }
+        // The model "fixes" the tests instead: the test files go back to the dataset's.
+        let preds = root.join("preds.jsonl").display().to_string();
+        let cheat = eval(m, &[&d, "--repos", &r, "-p", &preds]);
+        assert_eq!(cheat.verdict("acme__calc-1"), "unresolved", "{m:?}: {}", cheat.result("acme__calc-1"));
+        assert_eq!(cheat.verdict("acme__calc-2"), "empty_patch");
+        let rep = cheat.report();
+        assert_eq!(rep["empty_patch_ids"][0], "acme__calc-2");
+        assert_eq!(rep["submitted_instances"], 1);
+    }
+}
+
+#[test]
+fn codereval_snippets_run_with_the_interpreter() {
+    let m = modes()[0];
+    let root = m.owned_dir("snippets");
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let recs = [
+        serde_json::json!({"_id": "snip-1", "language": "Python", "prompt": "def double(x):\n    pass", "code": "def double(x):\n    return 2 * x", "test": "assert double(4) == 8"}),
+        serde_json::json!({"_id": "snip-2", "language": "python", "code": "def half(x):\n    return x // 2", "test": "assert half(9) == 4"}),
+    ];
+    let file = root.join("codereval.json");
+    std::fs::write(&file, serde_json::json!({"tasks": recs}).to_string()).unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let f = file.display().to_string();
+    let gold = eval(m, &[&f]);
+    assert_eq!(gold.verdict("snip-1"), "resolved", "{}", stderr(&gold.out));
+    assert_eq!(gold.verdict("snip-2"), "resolved");
+    let stub = eval(m, &[&f, "-p", "stub"]);
+    assert_eq!(stub.verdict("snip-1"), "unresolved");
+    assert_eq!(stub.verdict("snip-2"), "empty_patch");
+}
+
+#[test]
+fn shards_split_the_dataset_and_samples_are_stable() {
+    let m = modes()[0];
+    let p = polyglot();
+    let empty = prediction("empty.jsonl");
+    let ids = |extra: &[&str]| {
+        let mut a = vec![p.as_str(), "-p", empty.as_str()];
+        a.extend_from_slice(extra);
+        let r = eval(m, &a);
+        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        let mut v: Vec<String> = r.results().iter().map(|x| x["instance_id"].as_str().unwrap().to_string()).collect();
+        v.sort();
+        v
+    };
+    let all = ids(&[]);
+    assert_eq!(all.len(), 6);
+    let (a, b, c) = (ids(&["--shard", "1/3"]), ids(&["--shard", "2/3"]), ids(&["--shard", "3/3"]));
+    let mut union = [a.clone(), b.clone(), c.clone()].concat();
+    union.sort();
+    assert_eq!(union, all, "shards are disjoint and cover everything");
+    assert_eq!(a, ids(&["--shard", "1/3"]), "deterministic");
+    let s = ids(&["-n", "3"]);
+    assert_eq!(s.len(), 3);
+    assert_eq!(s, ids(&["-n", "3"]));
+    assert_eq!(ids(&["-t", "aider_go_sum-two", "python/sum-two"]), vec!["go/sum-two", "python/sum-two"]);
+}
+
+#[test]
+fn bad_input_is_one_clear_line_and_writes_nothing() {
+    let m = modes()[0];
+    let p = polyglot();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["/nonexistent/dataset"], "dataset /nonexistent/dataset"),
+        (vec![&p, "--shard", "0/2"], "shards count from 1"),
+        (vec![&p, "-t", "python/nope"], "-t python/nope"),
+        (vec![&p, "--image", "cobol=x"], "no language \"cobol\""),
+        (vec![&p, "--filter-category", "cobol"], "--filter-category cobol"),
+        (vec![&p, "-p", "/nonexistent/preds.jsonl"], "/nonexistent/preds.jsonl"),
+    ];
+    for (args, msg) in cases {
+        let dir = m.owned_dir("bad").join("out");
+        let r = eval_in(m, &dir, &args);
+        assert_eq!(code(&r.out), 125, "{args:?}");
+        let err = stderr(&r.out);
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(msg), "{args:?}: {err}");
+        assert!(!dir.exists(), "{args:?}: wrote {}", dir.display());
+    }
+}
+
+#[test]
+fn a_missing_image_is_an_infrastructure_error_not_a_failure() {
+    let m = modes()[0];
+    let p = polyglot();
+    let r = eval(m, &[&p, "--filter-category", "python", "--image", "python=localhost/polysandbox/absent:1", "--retries", "0"]);
+    assert_eq!(code(&r.out), 1, "{}", stderr(&r.out));
+    let res = r.result("python/sum-two");
+    assert_eq!(res["verdict"], "error");
+    assert!(res["reason"].as_str().unwrap().contains("absent"), "{res}");
+    let rep = r.report();
+    assert_eq!(rep["error_ids"][0], "python/sum-two");
+    assert_eq!(rep["accuracy_score"], 0.0);
+}
