@@ -5,6 +5,7 @@ mod images;
 mod import;
 mod inspect;
 mod prune;
+mod pull;
 mod rmi;
 mod run;
 
@@ -23,6 +24,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
     Eval(eval::EvalArgs),
+    /// Pull an image from a registry into the store.
+    Pull(pull::PullArgs),
     /// Import an image from a docker-archive, oci-archive, OCI layout or rootfs tarball.
     Import(import::ImportArgs),
     /// List the images in the store.
@@ -53,6 +56,7 @@ pub fn main() -> i32 {
     match cli.command {
         Command::Run(args) => run::main(args),
         Command::Eval(args) => eval::main(args),
+        Command::Pull(args) => pull::main(args),
         Command::Import(args) => import::main(args),
         Command::Images(args) => images::main(args),
         Command::Inspect(args) => inspect::main(args),

@@ -80,6 +80,9 @@ pub struct RunArgs {
     /// Do not print the note about limits held without a cgroup.
     #[arg(short = 'q', long)]
     quiet: bool,
+    /// Pull the image: missing (when not in the store), always, or never.
+    #[arg(long, default_value = "missing", value_parser = ["missing", "always", "never"])]
+    pull: String,
     /// [IMAGE] CMD [ARGS...] (IMAGE only without --rootfs).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
     args: Vec<String>,
@@ -130,6 +133,10 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
         None => {
             let image = a.args.first().ok_or("no image and no --rootfs: polysandbox run [OPTIONS] (--rootfs DIR | IMAGE) [CMD...]")?;
             let store = crate::image::store::Store::open(&a.root.clone().unwrap_or_else(crate::image::store::Store::default_root))?;
+            // Pulled when missing (--pull missing, the default), as podman does.
+            if a.pull == "always" || (a.pull == "missing" && store.lookup(&crate::reference::Reference::parse(image)?.to_string())?.is_none()) {
+                super::pull::pull_quietly(&store, image, !a.quiet)?;
+            }
             let (digest, config, dir) = crate::image::import::resolve(&store, image)?;
             lock = Some(store.use_rootfs(&digest)?);
             let rc = config.config.unwrap_or_default();

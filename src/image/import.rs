@@ -172,7 +172,7 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
         (None, Some(n)) => Reference::parse(&format!("localhost/imported:{n}"))?.to_string(),
         (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
     };
-    finish(store, &desc.digest, &manifest, &name, opts)
+    finish(store, &desc.digest, &manifest, &name, &desc.media_type, opts)
 }
 
 #[derive(serde::Deserialize)]
@@ -219,7 +219,7 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
         (None, Some(t)) => Reference::parse(t)?.to_string(),
         (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
     };
-    finish(store, &mdigest, &manifest, &name, opts)
+    finish(store, &mdigest, &manifest, &name, oci::MEDIA_MANIFEST, opts)
 }
 
 fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
@@ -262,7 +262,7 @@ fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options)
 }
 
 /// Unpacks the stored image (verifying each layer's digest and DiffID) and names it.
-fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, opts: &Options) -> Result<Imported, String> {
+pub(crate) fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, media_type: &str, opts: &Options) -> Result<Imported, String> {
     let config: ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
     if config.rootfs.diff_ids.len() != manifest.layers.len() {
         return Err(format!("image config lists {} layers, the manifest {}", config.rootfs.diff_ids.len(), manifest.layers.len()));
@@ -279,7 +279,7 @@ fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, opts: &
         record_changes(store, mdigest, &changes)?;
     }
     let size = store.read_blob(mdigest)?.len() as u64;
-    store.tag(name, Descriptor { media_type: oci::MEDIA_MANIFEST.into(), digest: mdigest.into(), size, annotations: None, platform: None })?;
+    store.tag(name, Descriptor { media_type: media_type.into(), digest: mdigest.into(), size, annotations: None, platform: None })?;
     Ok(Imported { reference: name.into(), manifest: mdigest.into(), changes })
 }
 
