@@ -296,11 +296,48 @@ fn a_corrupted_blob_is_rejected_and_nothing_is_stored() {
 }
 
 fn proxy(upstream: u16, mode: &[&str]) -> (Proc, u16, PathBuf) {
+    proxy_on("127.0.0.1", upstream, mode)
+}
+
+fn proxy_on(host: &str, upstream: u16, mode: &[&str]) -> (Proc, u16, PathBuf) {
     let port = free_port();
     let log = shared().dir.join(format!("proxy-{port}.log"));
-    let child = Command::new("python3").arg(fixture_script()).args(["proxy", &port.to_string(), &upstream.to_string()]).arg(&log).args(mode).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    wait_port(port);
+    let child = Command::new("python3")
+        .arg(fixture_script())
+        .args(["proxy", &port.to_string(), &upstream.to_string()])
+        .arg(&log)
+        .args(mode)
+        .env("PROXY_HOST", host)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(eventually(20, || std::net::TcpStream::connect((host, port)).is_ok()), "proxy on {host}:{port}");
     (Proc(child), port, log)
+}
+
+#[test]
+fn credentials_never_follow_a_redirect_to_another_host() {
+    let s = shared();
+    let htpasswd = s.dir.join("htpasswd-redirect");
+    let o = sh(Command::new("htpasswd").args(["-Bbn", "tester", "s3cret"]));
+    std::fs::write(&htpasswd, &o.stdout).unwrap();
+    std::fs::set_permissions(&htpasswd, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_reg, port) = registry(&s.data, &format!("auth:\n  htpasswd:\n    realm: polysandbox-test\n    path: {}\n", htpasswd.display()));
+    // The "CDN": another host (127.0.0.2) serving the blobs from the plain registry.
+    let (_cdn, cdn_port, cdn_log) = proxy_on("127.0.0.2", s.plain, &[]);
+    let (_front, front_port, front_log) = proxy(port, &["redirect", &format!("127.0.0.2:{cdn_port}")]);
+    let m = modes()[0];
+    let host = format!("127.0.0.1:{front_port}");
+    let good = auth_file(&s.dir, &host, "tester", "s3cret");
+    let store = m.owned_dir("redirect");
+    let p = ps(m, &store, &["pull", &format!("{host}/fixture/busybox:1")], &[("REGISTRY_AUTH_FILE", good.to_str().unwrap())]);
+    assert_eq!(code(&p), 0, "{}", stderr(&p));
+    let front = std::fs::read_to_string(&front_log).unwrap();
+    let cdn = std::fs::read_to_string(&cdn_log).unwrap();
+    assert!(front.lines().any(|l| l.contains("/manifests/") && l.ends_with(" auth")), "the registry got the credentials: {front}");
+    assert!(cdn.contains("/blobs/sha256:"), "the blobs came from the other host: {cdn}");
+    assert!(cdn.lines().all(|l| l.ends_with(" noauth")), "credentials went to another host: {cdn}");
 }
 
 #[test]
@@ -362,4 +399,40 @@ fn eight_concurrent_pulls_end_with_one_copy() {
     assert!(std::fs::read_dir(store.join("tmp")).unwrap().next().is_none(), "leftovers in tmp");
     let r = m.command().args(["run", "-q", "--root"]).arg(&store).args([image.as_str(), "--", "echo", "ok"]).output().unwrap();
     assert_eq!(stdout(&r), "ok\n");
+}
+
+#[test]
+fn a_read_only_shared_store_sits_under_the_users_own() {
+    let s = shared();
+    let image = format!("127.0.0.1:{}/fixture/busybox:1", s.plain);
+    // The cluster's store, filled once by its admin, read-only to everyone else.
+    let shared_store = s.dir.join(format!("shared-{}", unique()));
+    let p = ps(Mode::Root, &shared_store, &["pull", "-q", &image], &[]);
+    assert_eq!(code(&p), 0, "{}", stderr(&p));
+    Command::new("chmod").args(["-R", "a+rX,go-w"]).arg(&shared_store).status().unwrap();
+    let listing = |d: &Path| -> Vec<String> {
+        let o = Command::new("find").arg(d).output().unwrap();
+        let mut v: Vec<String> = String::from_utf8_lossy(&o.stdout).lines().map(String::from).collect();
+        v.sort();
+        v
+    };
+    let before = listing(&shared_store);
+    for m in modes() {
+        let own = m.owned_dir("own-store");
+        let mut c = m.command();
+        let r = c
+            .args(["run", "-q", "--pull", "never", "--root"])
+            .arg(&own)
+            .args([image.as_str(), "--", "echo", "from the shared store"])
+            .env("POLYSANDBOX_SHARED_STORES", format!("/nonexistent:{}", shared_store.display()))
+            .output()
+            .unwrap();
+        assert_eq!(stdout(&r), "from the shared store\n", "{m:?}: {}", stderr(&r));
+        // Without it, the image is not there and --pull never says so.
+        let mut c = m.command();
+        let r = c.args(["run", "-q", "--pull", "never", "--root"]).arg(&own).args([image.as_str(), "--", "true"]).output().unwrap();
+        assert_eq!(code(&r), 125, "{m:?}");
+        assert!(stderr(&r).contains("not in the store"), "{m:?}: {}", stderr(&r));
+    }
+    assert_eq!(listing(&shared_store), before, "nothing was written to the shared store");
 }

@@ -133,12 +133,22 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
         None => {
             let image = a.args.first().ok_or("no image and no --rootfs: polysandbox run [OPTIONS] (--rootfs DIR | IMAGE) [CMD...]")?;
             let store = crate::image::store::Store::open(&a.root.clone().unwrap_or_else(crate::image::store::Store::default_root))?;
-            // Pulled when missing (--pull missing, the default), as podman does.
-            if a.pull == "always" || (a.pull == "missing" && store.lookup(&crate::reference::Reference::parse(image)?.to_string())?.is_none()) {
+            // Our store, then the read-only shared ones; pulled when missing from all (--pull
+            // missing, the default), as podman does.
+            let name = crate::reference::Reference::parse(image)?.to_string();
+            let shared = crate::image::store::Store::shared();
+            let in_shared = shared.iter().find(|s| a.pull != "always" && s.lookup(&name).ok().flatten().is_some());
+            if in_shared.is_none() && (a.pull == "always" || (a.pull == "missing" && store.lookup(&name)?.is_none())) {
                 super::pull::pull_quietly(&store, image, !a.quiet)?;
             }
-            let (digest, config, dir) = crate::image::import::resolve(&store, image)?;
-            lock = Some(store.use_rootfs(&digest)?);
+            let (_digest, config, dir) = match in_shared {
+                Some(s) if store.lookup(&name)?.is_none() => crate::image::import::resolve(s, image)?,
+                _ => {
+                    let r = crate::image::import::resolve(&store, image)?;
+                    lock = Some(store.use_rootfs(&r.0)?);
+                    r
+                }
+            };
             let rc = config.config.unwrap_or_default();
             let mut argv = rc.entrypoint.clone().unwrap_or_default();
             // `run IMAGE -- CMD`: clap keeps the `--` after a positional.

@@ -52,6 +52,18 @@ impl Store {
         data.join("polysandbox")
     }
 
+    /// Read-only stores searched after this one (e.g. a cluster's shared store on NFS):
+    /// `$POLYSANDBOX_SHARED_STORES`, colon-separated. Nothing is ever written to them.
+    pub fn shared() -> Vec<Store> {
+        std::env::var("POLYSANDBOX_SHARED_STORES")
+            .unwrap_or_default()
+            .split(':')
+            .filter(|p| !p.is_empty())
+            .map(|p| Store { root: PathBuf::from(p) })
+            .filter(|s| s.index_path().is_file())
+            .collect()
+    }
+
     /// Opens (creating if needed) the store at `root`.
     pub fn open(root: &Path) -> Result<Store, String> {
         let s = Store { root: root.to_path_buf() };
