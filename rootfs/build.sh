@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds a toolchain image from Debian 12 packages with no Docker, and imports it:
-#   rootfs/build.sh LANG [LANG...]      (python, go, cpp, ...; `all` for every recipe)
+#   rootfs/build.sh [--push HOST:PORT] LANG [LANG...]   (python, go, cpp, ...; `all` for every recipe)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins) and an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package). The tarball is reproducible (SOURCE_DATE_EPOCH, the snapshot
@@ -15,6 +15,8 @@ MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 RECIPE_FORMAT=1
 BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
+push=""
+if [ "${1:-}" = --push ]; then push=$2; shift 2; fi
 langs=("$@")
 if [ "${langs[0]:-}" = all ]; then
   langs=()
@@ -62,6 +64,14 @@ for lang in "${langs[@]}"; do
   if [ ! -f "$marker" ] || ! "$BIN" images | grep -q "^$ref "; then
     "$BIN" import "$tarball" --tag "$ref" >/dev/null
     touch "$marker"
+  fi
+  if [ -n "$push" ]; then
+    # Into a registry (e.g. Debian's docker-registry on 127.0.0.1) for tests and benchmarks.
+    if [ -n "${POLYSANDBOX_ROOT:-}" ]; then store=$POLYSANDBOX_ROOT
+    elif [ "$(id -u)" = 0 ]; then store=/var/lib/polysandbox
+    else store=${XDG_DATA_HOME:-$HOME/.local/share}/polysandbox; fi
+    skopeo copy --quiet --dest-tls-verify=false "oci:$store/oci:$ref" "docker://$push/polysandbox/$lang:bookworm"
+    echo "pushed $push/polysandbox/$lang:bookworm"
   fi
   echo "$ref $tarball"
 done
