@@ -306,6 +306,8 @@ fn memory_hog_is_killed_and_reported_as_oom() {
 fn wall_clock_timeout_kills_a_spinner() {
     for m in modes() {
         let (o, s) = m.run_stats(&["--timeout", "1s"], &sh("while :; do :; done"));
+        // The CPU the spinner burned until it was stopped is still counted.
+        assert!(s["cpu_total_s"].as_f64().unwrap() > 0.2, "{m:?}: {s}");
         assert_eq!(code(&o), 124, "{m:?}");
         assert_eq!(s["status"], "timeout");
         assert_eq!(s["timed_out"], true);

@@ -184,6 +184,11 @@ fn supervise(plan: &Plan, cmd: i32) -> InitReport {
             // forwarded; processes inside cannot make the init signal anything.
             // SAFETY: reading the sender pid of a signal we received.
             if unsafe { info.si_pid() } == 0 {
+                if sig == super::monitor::stop_signal() {
+                    // The supervisor ends the run (a wall-clock limit): everything dies now and
+                    // is reaped here, so the report still counts the CPU time it used.
+                    break;
+                }
                 // SAFETY: plain kill.
                 unsafe { libc::kill(cmd, sig) };
             }
@@ -216,6 +221,9 @@ fn supervise(plan: &Plan, cmd: i32) -> InitReport {
         let mut st = 0;
         // SAFETY: plain wait.
         let r = unsafe { libc::waitpid(-1, &mut st, libc::__WALL) };
+        if r == cmd && report.status.is_none() {
+            report.status = Some(st);
+        }
         if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
             break;
         }

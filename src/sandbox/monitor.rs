@@ -87,6 +87,14 @@ impl Child {
     }
 }
 
+/// The signal by which the supervisor tells the init to end the run at once and report.
+pub fn stop_signal() -> i32 {
+    libc::SIGRTMAX() - 1
+}
+
+/// How long the init has to report after a wall-clock stop before it is killed outright.
+const TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+
 /// Why the supervisor ended the run, if it did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
@@ -215,8 +223,11 @@ pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[Owned
             exited = true;
         }
         if stopped.is_none() && deadline.is_some_and(|d| now >= d) && !exited {
+            // The init kills and reaps everything and reports (CPU time included); if it
+            // does not within the grace, it is killed outright.
             stopped = Some(Stop::Timeout);
-            child.kill();
+            sys::pidfd_kill(&child.pidfd, stop_signal());
+            kill_at = Some(now + TIMEOUT_GRACE);
         }
         if kill_at.is_some_and(|k| now >= k) && !exited {
             child.kill();
