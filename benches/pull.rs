@@ -109,7 +109,7 @@ fn main() {
         for (i, (name, cmd)) in tools.iter().enumerate() {
             let d = work.join(format!("t{i}-r{run}"));
             std::fs::create_dir_all(&d).unwrap();
-            sh(Command::new("sync"));
+            sh(&mut Command::new("sync"));
             let t = Instant::now();
             let o = cmd(&d).output().unwrap();
             let el = t.elapsed();

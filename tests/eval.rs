@@ -341,3 +341,30 @@ fn a_missing_image_is_an_infrastructure_error_not_a_failure() {
     assert_eq!(rep["error_ids"][0], "python/sum-two");
     assert_eq!(rep["accuracy_score"], 0.0);
 }
+
+#[test]
+fn ctrl_c_stops_cleanly_and_leaves_a_resumable_run() {
+    let m = modes()[0];
+    let p = polyglot();
+    let dir = m.owned_dir("interrupt").join("out");
+    let timeout = prediction("timeout");
+    let args = [p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "60s"];
+    let mut c = m.command();
+    let child = c.arg("eval").args(args).arg("-o").arg(&dir).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // Wait until the spinning solution runs in its sandbox, then interrupt eval.
+    assert!(eventually(30, || !processes_with(&dir.display().to_string()).is_empty() && dir.join("logs/python__sum-two/test_output.txt").exists()));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = std::time::Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(started.elapsed().as_secs() < 20, "stopping took {:?}", started.elapsed());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    // Nothing half-done recorded, no sandbox left behind.
+    let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
+    assert!(results.trim().is_empty(), "{results}");
+    assert!(eventually(10, || processes_with(&dir.display().to_string()).is_empty()), "sandboxes survived the interrupt");
+    // --resume runs it (here with a short timeout: a different setting, so it reruns anyway).
+    let r = eval_in(m, &dir, &[p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "2s", "--resume"]);
+    assert_eq!(r.verdict("python/sum-two"), "timeout", "{}", stderr(&r.out));
+}

@@ -82,6 +82,9 @@ fn shared() -> &'static Shared {
             sh(c.arg(src).arg(dst));
         };
         push(format!("oci:{}/oci:localhost/fixture/busybox:1", store.display()), format!("docker://127.0.0.1:{plain}/fixture/busybox:1"), false);
+        // The same image as a Docker schema 2 manifest, and with a zstd layer.
+        sh(Command::new("skopeo").args(["copy", "--quiet", "--dest-tls-verify=false", "--format", "v2s2"]).arg(format!("oci:{}/oci:localhost/fixture/busybox:1", store.display())).arg(format!("docker://127.0.0.1:{plain}/fixture/busybox-docker:1")));
+
         // A multi-arch layout: the same layer under an amd64 and an arm64/v8 config, and an
         // attestation-like unknown/unknown entry, in one index.
         let oci = store.join("oci");
@@ -118,11 +121,26 @@ fn shared() -> &'static Shared {
             }
             entries.push(serde_json::json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": ms, "platform": platform}));
         }
+        // A zstd-compressed layer (skopeo here reuses the registry's gzip blob when asked to
+        // recompress, so the layout is written by hand).
+        let zst = zstd::encode_all(&std::fs::read(blob(&local_layer)).unwrap()[..], 3).unwrap();
+        let (zd, zs) = put(zst);
+        let mut zm = manifest.clone();
+        zm["layers"][0]["digest"] = zd.into();
+        zm["layers"][0]["size"] = zs.into();
+        zm["layers"][0]["mediaType"] = "application/vnd.oci.image.layer.v1.tar+zstd".into();
+        let (cd, cs) = put(serde_json::to_vec(&config).unwrap());
+        zm["config"]["digest"] = cd.into();
+        zm["config"]["size"] = cs.into();
+        let (zmd, zms) = put(serde_json::to_vec(&zm).unwrap());
         let idx = serde_json::json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": entries});
         let (idd, ids) = put(serde_json::to_vec(&idx).unwrap());
-        let top = serde_json::json!({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.index.v1+json", "digest": idd, "size": ids, "annotations": {"org.opencontainers.image.ref.name": "1"}}]});
+        let top = serde_json::json!({"schemaVersion": 2, "manifests": [
+            {"mediaType": "application/vnd.oci.image.index.v1+json", "digest": idd, "size": ids, "annotations": {"org.opencontainers.image.ref.name": "1"}},
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": zmd, "size": zms, "annotations": {"org.opencontainers.image.ref.name": "zstd"}}]});
         std::fs::write(multi.join("index.json"), serde_json::to_vec(&top).unwrap()).unwrap();
         push(format!("oci:{}:1", multi.display()), format!("docker://127.0.0.1:{plain}/fixture/multi:1"), true);
+        push(format!("oci:{}:zstd", multi.display()), format!("docker://127.0.0.1:{plain}/fixture/busybox-zstd:1"), false);
         Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
         // skopeo compresses the layer on the way in: the registry's digest is the one to use.
         let inspect = sh(Command::new("skopeo").args(["inspect", "--tls-verify=false"]).arg(format!("docker://127.0.0.1:{plain}/fixture/busybox:1")));
@@ -166,6 +184,23 @@ fn plain_pull_runs_and_a_warm_repull_moves_no_blob() {
         let out = m.owned_dir("skopeo-out");
         let sk = Command::new("skopeo").args(["copy", "--quiet"]).arg(format!("oci:{}/oci:{image}", store.display())).arg(format!("dir:{}", out.join("img").display())).output().unwrap();
         assert!(sk.status.success(), "{}", String::from_utf8_lossy(&sk.stderr));
+    }
+}
+
+#[test]
+fn docker_schema2_manifests_and_zstd_layers() {
+    let s = shared();
+    let m = modes()[0];
+    for (name, media) in [("busybox-docker", "application/vnd.docker.image.rootfs.diff.tar.gzip"), ("busybox-zstd", "application/vnd.oci.image.layer.v1.tar+zstd")] {
+        let store = m.owned_dir(name);
+        let image = format!("127.0.0.1:{}/fixture/{name}:1", s.plain);
+        let p = ps(m, &store, &["pull", &image], &[]);
+        assert_eq!(code(&p), 0, "{name}: {}", stderr(&p));
+        let i = ps(m, &store, &["inspect", &image], &[]);
+        let v: serde_json::Value = serde_json::from_slice(&i.stdout).unwrap();
+        assert_eq!(v["manifest"]["layers"][0]["mediaType"], media, "{name}: {v}");
+        let r = m.command().args(["run", "-q", "--root"]).arg(&store).args([image.as_str(), "--", "echo", "ok"]).output().unwrap();
+        assert_eq!(stdout(&r), "ok\n", "{name}: {}", stderr(&r));
     }
 }
 
