@@ -40,9 +40,14 @@ fn import_a_rootfs_tarball_then_list_and_run_it() {
         // The image's own command (a rootfs tarball gets /bin/sh), reading stdin.
         let o = store_cmd(m, &store).args(["run", "busybox:test"]).output().unwrap();
         ok(&o, "run with the image's command");
-        let o = store_cmd(m, &store).args(["run", "busybox:missing", "true"]).output().unwrap();
+        let o = store_cmd(m, &store).args(["run", "--pull", "never", "busybox:missing", "true"]).output().unwrap();
         assert_eq!(code(&o), 125);
         assert!(stderr(&o).contains("is not in the store"), "{}", stderr(&o));
+        // By default a missing image is pulled; with no registry reachable that fails, in one
+        // line that names the image.
+        let o = store_cmd(m, &store).args(["run", "busybox:missing", "true"]).output().unwrap();
+        assert_eq!(code(&o), 125);
+        assert!(stderr(&o).contains("docker.io/library/busybox:missing") && stderr(&o).lines().count() == 1, "{}", stderr(&o));
     }
 }
 

@@ -84,7 +84,7 @@ fn err<T>(msg: impl Into<String>) -> Result<T> {
 }
 
 /// Applies `layers` in order into a new directory `dest` (which must not exist), atomically.
-pub fn unpack_image<R: Read>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options) -> Result<Changes> {
+pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options) -> Result<Changes> {
     if dest.exists() {
         return err(format!("{} exists already", dest.display()));
     }
@@ -159,12 +159,40 @@ fn hex_digest(h: Sha256) -> String {
     s
 }
 
-/// Applies one layer onto the directory `root`. `already` bytes were unpacked by earlier
-/// layers (counted against the cap).
-pub fn apply_layer<R: Read>(layer: Layer<R>, root: RawFd, opts: &Options, already: u64) -> Result<Changes> {
-    let compressed = Hashing { inner: layer.reader, hash: Sha256::new(), count: 0, limit: u64::MAX };
+/// The decompressed tar stream, produced by another thread (reading, hashing and
+/// decompressing overlap with creating the files), in chunks.
+struct Chunks {
+    rx: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    cur: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for Chunks {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.cur.len() {
+            match self.rx.recv() {
+                Ok(Ok(c)) => {
+                    self.cur = c;
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => return Err(e),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.cur.len() - self.pos);
+        buf[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+/// What the producer thread saw: the kind of stream, its digest, the DiffID, the tar's bytes.
+type Produced = (&'static str, String, String, u64);
+
+fn produce<R: Read>(reader: R, limit: u64, tx: std::sync::mpsc::SyncSender<io::Result<Vec<u8>>>) -> std::result::Result<Produced, (&'static str, String)> {
+    let compressed = Hashing { inner: reader, hash: Sha256::new(), count: 0, limit: u64::MAX };
     let mut buffered = BufReader::with_capacity(256 * 1024, compressed);
-    let magic = buffered.fill_buf().map_err(|e| Error(format!("read: {e}")))?.get(..4).map(|m| m.to_vec()).unwrap_or_default();
+    let magic = buffered.fill_buf().map_err(|e| ("tar", format!("read: {e}")))?.get(..4).map(|m| m.to_vec()).unwrap_or_default();
     let kind = if magic.starts_with(&[0x1f, 0x8b]) {
         "gzip"
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
@@ -172,27 +200,74 @@ pub fn apply_layer<R: Read>(layer: Layer<R>, root: RawFd, opts: &Options, alread
     } else {
         "tar"
     };
-    let limit = opts.max_unpacked.saturating_sub(already);
     let decompressed: Box<dyn Read + '_> = match kind {
         "gzip" => Box::new(flate2::bufread::MultiGzDecoder::new(&mut buffered)),
-        "zstd" => Box::new(zstd::stream::read::Decoder::with_buffer(&mut buffered).map_err(|e| Error(format!("zstd: {e}")))?),
+        "zstd" => Box::new(zstd::stream::read::Decoder::with_buffer(&mut buffered).map_err(|e| (kind, format!("zstd: {e}")))?),
         _ => Box::new(&mut buffered),
     };
     let mut tar_stream = Hashing { inner: decompressed, hash: Sha256::new(), count: 0, limit };
-    let changes = {
-        let mut archive = tar::Archive::new(&mut tar_stream);
-        apply_entries(&mut archive, root, opts).map_err(|e| match kind {
-            "tar" => e,
-            k => Error(format!("{e} (a corrupt {k} stream is reported so too)")),
-        })?
-    };
-    // Read to the end: trailing padding counts towards both digests.
-    io::copy(&mut tar_stream, &mut io::sink()).map_err(|e| Error(format!("corrupt {kind} stream: {e}")))?;
+    loop {
+        let mut chunk = vec![0u8; 512 * 1024];
+        let mut filled = 0;
+        // Fill whole chunks: fewer, larger hand-offs.
+        while filled < chunk.len() {
+            match tar_stream.read(&mut chunk[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let msg = e.to_string();
+                    let _ = tx.send(Err(e));
+                    return Err((kind, msg));
+                }
+            }
+        }
+        if filled == 0 {
+            break;
+        }
+        chunk.truncate(filled);
+        if tx.send(Ok(chunk)).is_err() {
+            // The consumer stopped (it refused an entry): its error is the one to report.
+            return Err((kind, String::new()));
+        }
+    }
+    drop(tx);
     let diff_id = hex_digest(std::mem::take(&mut tar_stream.hash));
     let bytes = tar_stream.count;
     drop(tar_stream);
-    io::copy(&mut buffered, &mut io::sink()).map_err(|e| Error(format!("read: {e}")))?;
+    io::copy(&mut buffered, &mut io::sink()).map_err(|e| (kind, format!("read: {e}")))?;
     let digest = hex_digest(std::mem::take(&mut buffered.get_mut().hash));
+    Ok((kind, digest, diff_id, bytes))
+}
+
+/// Applies one layer onto the directory `root`. `already` bytes were unpacked by earlier
+/// layers (counted against the cap).
+pub fn apply_layer<R: Read + Send>(layer: Layer<R>, root: RawFd, opts: &Options, already: u64) -> Result<Changes> {
+    let limit = opts.max_unpacked.saturating_sub(already);
+    let (tx, rx) = std::sync::mpsc::sync_channel(8);
+    let reader = layer.reader;
+    let (applied, produced) = std::thread::scope(|s| {
+        let producer = s.spawn(move || produce(reader, limit, tx));
+        let mut chunks = Chunks { rx, cur: Vec::new(), pos: 0 };
+        let applied = {
+            let mut archive = tar::Archive::new(&mut chunks);
+            apply_entries(&mut archive, root, opts)
+        };
+        // Read to the end: trailing padding counts towards both digests.
+        let rest = if applied.is_ok() { io::copy(&mut chunks, &mut io::sink()).map(|_| ()) } else { Ok(()) };
+        drop(chunks);
+        (applied.and_then(|c| rest.map(|_| c).map_err(|e| Error(format!("read: {e}")))), producer.join().expect("the decompressing thread"))
+    });
+    let (changes, (_, digest, diff_id, bytes)) = match (applied, produced) {
+        (Ok(c), Ok(p)) => (c, p),
+        (Ok(_), Err((kind, e))) => return err(format!("corrupt {kind} stream: {e}")),
+        (Err(e), Ok((kind, ..))) | (Err(e), Err((kind, _))) => {
+            return Err(match kind {
+                "tar" => e,
+                k => Error(format!("{e} (a corrupt {k} stream is reported so too)")),
+            })
+        }
+    };
     if let Some(want) = &layer.digest {
         if *want != digest {
             return err(format!("digest mismatch: expected {want}, got {digest}"));
