@@ -58,17 +58,8 @@ fn eval_in(m: Mode, dir: &Path, args: &[&str]) -> Run {
 }
 
 fn eval(m: Mode, args: &[&str]) -> Run {
-    let dir = m.owned_dir("eval");
-    std::fs::remove_dir(&dir).unwrap();
-    let parent = dir.parent().unwrap().to_path_buf();
-    let dir = if m == Mode::User && is_root() {
-        // The output directory is created by eval itself, as the user.
-        let d = m.owned_dir("evalparent");
-        d.join("out")
-    } else {
-        parent.join(dir.file_name().unwrap())
-    };
-    eval_in(m, &dir, args)
+    // The output directory is created by eval itself, as the mode's user.
+    eval_in(m, &m.owned_dir("eval").join("out"), args)
 }
 
 fn polyglot() -> String {

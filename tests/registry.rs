@@ -236,14 +236,19 @@ fn auth_file(dir: &Path, host: &str, user: &str, pass: &str) -> PathBuf {
     f
 }
 
-#[test]
-fn basic_auth_uses_the_auth_file() {
-    let s = shared();
-    let htpasswd = s.dir.join("htpasswd");
+/// A registry over the shared storage that wants basic auth: tester / s3cret.
+fn htpasswd_registry(s: &Shared) -> (Proc, u16) {
+    let htpasswd = s.dir.join(format!("htpasswd-{}", unique()));
     let o = sh(Command::new("htpasswd").args(["-Bbn", "tester", "s3cret"]));
     std::fs::write(&htpasswd, &o.stdout).unwrap();
     std::fs::set_permissions(&htpasswd, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let (_reg, port) = registry(&s.data, &format!("auth:\n  htpasswd:\n    realm: polysandbox-test\n    path: {}\n", htpasswd.display()));
+    registry(&s.data, &format!("auth:\n  htpasswd:\n    realm: polysandbox-test\n    path: {}\n", htpasswd.display()))
+}
+
+#[test]
+fn basic_auth_uses_the_auth_file() {
+    let s = shared();
+    let (_reg, port) = htpasswd_registry(s);
     let host = format!("127.0.0.1:{port}");
     let image = format!("{host}/fixture/busybox:1");
     for m in modes() {
@@ -354,11 +359,7 @@ fn proxy_on(host: &str, upstream: u16, mode: &[&str]) -> (Proc, u16, PathBuf) {
 #[test]
 fn credentials_never_follow_a_redirect_to_another_host() {
     let s = shared();
-    let htpasswd = s.dir.join("htpasswd-redirect");
-    let o = sh(Command::new("htpasswd").args(["-Bbn", "tester", "s3cret"]));
-    std::fs::write(&htpasswd, &o.stdout).unwrap();
-    std::fs::set_permissions(&htpasswd, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let (_reg, port) = registry(&s.data, &format!("auth:\n  htpasswd:\n    realm: polysandbox-test\n    path: {}\n", htpasswd.display()));
+    let (_reg, port) = htpasswd_registry(s);
     // The "CDN": another host (127.0.0.2) serving the blobs from the plain registry.
     let (_cdn, cdn_port, cdn_log) = proxy_on("127.0.0.2", s.plain, &[]);
     let (_front, front_port, front_log) = proxy(port, &["redirect", &format!("127.0.0.2:{cdn_port}")]);

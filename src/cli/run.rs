@@ -133,16 +133,18 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
         None => {
             let image = a.args.first().ok_or("no image and no --rootfs: polysandbox run [OPTIONS] (--rootfs DIR | IMAGE) [CMD...]")?;
             let store = crate::image::store::Store::open(&a.root.clone().unwrap_or_else(crate::image::store::Store::default_root))?;
-            // Our store, then the read-only shared ones; pulled when missing from all (--pull
+            // Our store, then the read-only shared ones; pulled when in neither (--pull
             // missing, the default), as podman does.
             let name = crate::reference::Reference::parse(image)?.to_string();
-            let shared = crate::image::store::Store::shared();
-            let in_shared = shared.iter().find(|s| a.pull != "always" && s.lookup(&name).ok().flatten().is_some());
-            if in_shared.is_none() && (a.pull == "always" || (a.pull == "missing" && store.lookup(&name)?.is_none())) {
+            let mut in_own = store.lookup(&name)?.is_some();
+            let shared = if in_own || a.pull == "always" { None } else { crate::image::store::Store::shared().into_iter().find(|s| s.lookup(&name).ok().flatten().is_some()) };
+            if a.pull == "always" || (a.pull == "missing" && !in_own && shared.is_none()) {
                 super::pull::pull_quietly(&store, image, !a.quiet)?;
+                in_own = true;
             }
-            let (_digest, config, dir) = match in_shared {
-                Some(s) if store.lookup(&name)?.is_none() => crate::image::import::resolve(s, image)?,
+            let (_digest, config, dir) = match (&shared, in_own) {
+                // A shared store is never written, not even a lock: its rootfs is not ours to remove.
+                (Some(s), false) => crate::image::import::resolve(s, image)?,
                 _ => {
                     let r = crate::image::import::resolve(&store, image)?;
                     lock = Some(store.use_rootfs(&r.0)?);

@@ -205,10 +205,10 @@ fn polysandbox(o: &Options) -> Command {
 }
 
 /// Checks an image is in the store and its toolchain answers: one sandbox per image.
-fn probe(o: &Options, image: &str, runner: &Runner) -> Result<(), String> {
+fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> Result<(), String> {
     let out = polysandbox(o)
-        .args(["--timeout", "120s", "--memory", &runner.memory])
-        .args(runner.env.iter().flat_map(|e| ["-e".to_string(), e.replace("{memory}", "1073741824")]))
+        .args(["--timeout", "120s", "--memory", &memory.to_string()])
+        .args(runner.env.iter().flat_map(|e| ["-e".to_string(), e.replace("{memory}", &memory.to_string())]))
         .arg(image)
         .arg("--")
         .args(&runner.probe)
@@ -457,7 +457,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         if matches!(j.pred, Prediction::Missing) || !probed.insert((j.image.clone(), j.runner.language.clone())) {
             continue;
         }
-        if let Err(e) = probe(o, &j.image, &j.runner) {
+        if let Err(e) = probe(o, &j.image, &j.runner, j.memory) {
             broken.insert(format!("{}\0{}", j.image, j.runner.language), e);
         }
     }

@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 #[derive(Debug, Clone)]
@@ -409,9 +409,6 @@ pub fn pull(store: &Store, reference: &str, o: &Options) -> Result<Pulled, Strin
     let imported = import::finish(store, &mdigest, &manifest, &name, &media, &o.unpack)?;
     Ok(Pulled { imported, blobs_fetched, bytes_fetched })
 }
-
-#[allow(dead_code)]
-fn _assert_path(_: &Path) {}
 
 #[cfg(test)]
 mod tests {

@@ -164,7 +164,7 @@ impl Registry {
             }
             let r = match req.send() {
                 Ok(r) => r,
-                Err(e) if attempt + 1 < ATTEMPTS && !e.is_builder() && !e.is_redirect() && (e.is_timeout() || e.is_body() || (e.is_request() && !e.is_connect())) && !tls_error(&e) => {
+                Err(e) if attempt + 1 < ATTEMPTS && !e.is_builder() && !e.is_redirect() && (e.is_timeout() || e.is_body() || (e.is_request() && !e.is_connect())) => {
                     std::thread::sleep(backoff(attempt, None));
                     attempt += 1;
                     continue;
@@ -244,11 +244,6 @@ fn chain(e: &dyn std::error::Error) -> String {
         cur = c.source();
     }
     s
-}
-
-fn tls_error(e: &reqwest::Error) -> bool {
-    let s = chain(e).to_lowercase();
-    s.contains("certificate") || s.contains("tls") || s.contains("handshake") || s.contains("invalid http version")
 }
 
 #[cfg(test)]
