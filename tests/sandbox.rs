@@ -447,6 +447,79 @@ fn sigkill_leaves_nothing_once_the_next_run_starts() {
 }
 
 #[test]
+fn sigkilled_run_in_another_cgroup_is_swept_by_the_next_run_anywhere() {
+    // CI steps, Slurm jobs and systemd scopes each start polysandbox in a cgroup of their own,
+    // which their owner removes afterwards. A run SIGKILLed in one leaves its group there; the
+    // next run, started from another such cgroup, must remove it and its parent, so that the
+    // first can be removed.
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(mem) = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string())) else {
+        return; // a pure v2 host: root's groups sit under one fixed parent
+    };
+    if !is_root() {
+        return;
+    }
+    let f = fixtures();
+    let base = std::path::Path::new("/sys/fs/cgroup/memory").join(mem.trim_start_matches('/'));
+    let tag = format!("psb-test-{}-{}", std::process::id(), unique());
+    let (first, second) = (base.join(format!("{tag}-a")), base.join(format!("{tag}-b")));
+    std::fs::create_dir(&first).unwrap();
+    std::fs::create_dir(&second).unwrap();
+    let in_group = |g: &std::path::Path, args: &str| {
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c").arg(format!("echo $$ > {}/cgroup.procs && exec {} run --memory=64M --rootfs {} -- {args}", g.display(), f.bin.display(), f.rootfs_root.display()));
+        c
+    };
+    let marker = format!("{}", 717_171 + unique());
+    let mut child = in_group(&first, &format!("sleep {marker}")).spawn().unwrap();
+    assert!(eventually(10, || !processes_running(&format!("sleep {marker}")).is_empty()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(eventually(5, || processes_running(&format!("sleep {marker}")).is_empty()), "sandbox outlived its supervisor");
+    let groups = |g: &std::path::Path| -> Vec<String> {
+        std::fs::read_dir(g).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("polysandbox")).collect()
+    };
+    assert!(!groups(&first).is_empty(), "the SIGKILLed run left no group: the test shows nothing");
+    let o = in_group(&second, "/bin/true").output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(groups(&first), Vec::<String>::new(), "survived the next run");
+    // Both outer cgroups can go: nothing of ours is left in either (an init that reported may
+    // still be finishing its exit for a moment).
+    for g in [&first, &second] {
+        assert!(eventually(5, || std::fs::remove_dir(g).is_ok()), "{} cannot be removed: {:?}", g.display(), std::fs::read_dir(g).map(|d| d.flatten().filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect::<Vec<_>>()));
+    }
+}
+
+#[test]
+fn prune_sweeps_stale_cgroups_no_run_knows_of() {
+    // Groups left in a cgroup no registry lists (by an older version, which also made a
+    // `polysandbox` parent, or after /run was cleared): `prune` walks the hierarchies for
+    // them. A live group next to them stays.
+    let own = std::fs::read_to_string("/proc/self/cgroup").unwrap();
+    let Some(mem) = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string())) else { return };
+    if !is_root() {
+        return;
+    }
+    let outer = std::path::Path::new("/sys/fs/cgroup/memory").join(mem.trim_start_matches('/')).join(format!("psb-test-{}-{}-c", std::process::id(), unique()));
+    // pid 1 started a tick after pid 1 did: an owner that is gone.
+    let dead = format!("1-{}", start_time(1) + 1);
+    let old_parent = outer.join("polysandbox");
+    let stale = [outer.join(format!("polysandbox-{dead}")), old_parent.join(format!("ps-{dead}"))];
+    let live = outer.join(format!("polysandbox-{}-{}", std::process::id(), start_time(std::process::id())));
+    for d in stale.iter().chain([&live]) {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let store = Mode::Root.owned_dir("prune-store");
+    let o = std::process::Command::new(&fixtures().bin).args(["prune", "--root"]).arg(&store).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("stale sandbox cgroups"), "{}", stdout(&o));
+    assert!(stale.iter().all(|d| !d.exists()) && !old_parent.exists(), "prune left a stale group");
+    assert!(live.exists(), "prune removed a live group");
+    std::fs::remove_dir(&live).unwrap();
+    std::fs::remove_dir(&outer).unwrap();
+}
+
+#[test]
 fn thousand_sequential_runs_leave_nothing_behind() {
     let runs: usize = std::env::var("POLYSANDBOX_LEAK_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let f = fixtures();

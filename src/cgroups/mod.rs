@@ -102,11 +102,11 @@ pub fn create(manager: Manager, limits: &Limits) -> Result<Box<dyn Group>, Unava
     }
 }
 
-/// Our cgroup's name: `ps-<pid>-<start time>`, so that a later run can tell a stale one (its
+/// What names our cgroup: `<pid>-<start time>`, so that a later run can tell a stale one (its
 /// owner was SIGKILLed) from a live one.
 fn own_name() -> String {
     let pid = std::process::id();
-    format!("ps-{pid}-{}", start_time(pid).unwrap_or(0))
+    format!("{pid}-{}", start_time(pid).unwrap_or(0))
 }
 
 fn start_time(pid: u32) -> Option<u64> {
@@ -115,24 +115,120 @@ fn start_time(pid: u32) -> Option<u64> {
     after.split(' ').nth(19)?.parse().ok()
 }
 
-/// Removes the cgroups of polysandbox processes that no longer exist (SIGKILLed before they
-/// could clean up). Live ones are left alone.
-pub(crate) fn sweep_stale(parent: &Path) {
-    let Ok(entries) = fs::read_dir(parent) else { return };
+/// Creates `parent/name` (v1: `parent` is the cgroup we run in, one hierarchy), after removing
+/// the stale groups there.
+///
+/// `parent` is often a cgroup of one command (a CI step, a Slurm job, a systemd scope) that its
+/// owner removes afterwards, which our leftovers would prevent. Only a SIGKILLed run leaves
+/// one, and the next run in the same place removes it; for the next run *elsewhere* to find it,
+/// each parent is listed in a registry (one symlink per parent, so listing costs one syscall
+/// when already listed), and the first run in a new parent sweeps every other listed one.
+pub(crate) fn make_child(parent: &Path, name: &str) -> io::Result<PathBuf> {
+    sweep_stale(parent);
+    if register(parent) {
+        sweep_registered(parent);
+    }
+    let dir = parent.join(name);
+    fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    Ok(dir)
+}
+
+/// The registry of parents: root's in /run, a user's in their runtime directory.
+fn registry() -> Option<PathBuf> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } == 0 {
+        return Some(PathBuf::from("/run/polysandbox/cgroups"));
+    }
+    std::env::var_os("XDG_RUNTIME_DIR").map(|d| PathBuf::from(d).join("polysandbox/cgroups"))
+}
+
+/// Lists `parent` in the registry; true if it was not listed yet. Best effort: a registry that
+/// cannot be written costs only the cleanup elsewhere.
+fn register(parent: &Path) -> bool {
+    use sha2::Digest;
+    let Some(reg) = registry() else { return false };
+    let key: String =
+        sha2::Sha256::digest(parent.as_os_str().as_encoded_bytes())[..12].iter().map(|b| format!("{b:02x}")).collect();
+    let link = reg.join(key);
+    match std::os::unix::fs::symlink(parent, &link) {
+        Ok(()) => true,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(&reg).is_ok() && std::os::unix::fs::symlink(parent, &link).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// Sweeps every listed parent but `me`; drops the entries of parents that no longer exist.
+fn sweep_registered(me: &Path) {
+    let Some(reg) = registry() else { return };
+    let Ok(entries) = fs::read_dir(&reg) else { return };
     for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let mut parts = name.strip_prefix("ps-").unwrap_or("").split('-');
-        let (Some(Ok(pid)), Some(Ok(start))) =
-            (parts.next().map(str::parse::<u32>), parts.next().map(str::parse::<u64>))
-        else {
-            continue;
-        };
-        if start_time(pid) == Some(start) {
+        let Ok(parent) = fs::read_link(e.path()) else { continue };
+        if parent == me {
             continue;
         }
-        kill_and_remove(&e.path());
+        if parent.is_dir() {
+            sweep_stale(&parent);
+        } else {
+            let _ = fs::remove_file(e.path());
+        }
     }
+}
+
+/// Sweeps every cgroup of every mounted hierarchy, listed or not (e.g. groups left by an older
+/// version, or after /run was cleared), and removes the empty `polysandbox` parents older
+/// versions made in v1 hierarchies. For `polysandbox prune`. Returns how many groups went.
+pub fn sweep_everywhere() -> usize {
+    fn walk(dir: &Path, depth: usize, v1: bool, removed: &mut usize) {
+        *removed += sweep_stale(dir);
+        let Ok(entries) = fs::read_dir(dir) else { return };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if !e.file_type().is_ok_and(|t| t.is_dir()) || parse_name(&name.to_string_lossy()).is_some() {
+                continue;
+            }
+            walk(&e.path(), depth.saturating_sub(1), v1, removed);
+            if v1 && name == "polysandbox" {
+                let _ = fs::remove_dir(e.path());
+            }
+            if depth == 0 {
+                break;
+            }
+        }
+    }
+    let m = Mounts::read();
+    let mut removed = 0;
+    for (root, _) in &m.v1 {
+        walk(root, 8, true, &mut removed);
+    }
+    if let Some(root) = &m.v2 {
+        walk(root, 8, false, &mut removed);
+    }
+    removed
+}
+
+/// `polysandbox-<pid>-<start>` (v1) or `ps-<pid>-<start>` (v2, under a `polysandbox` parent):
+/// the owner's pid and start time.
+fn parse_name(name: &str) -> Option<(u32, u64)> {
+    let rest = name.strip_prefix("polysandbox-").or_else(|| name.strip_prefix("ps-"))?;
+    let (pid, start) = rest.split_once('-')?;
+    Some((pid.parse().ok()?, start.parse().ok()?))
+}
+
+/// Removes the groups in `parent` of polysandbox processes that no longer exist (SIGKILLed
+/// before they could clean up). Live ones are left alone. Returns how many went.
+pub(crate) fn sweep_stale(parent: &Path) -> usize {
+    let Ok(entries) = fs::read_dir(parent) else { return 0 };
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let Some((pid, start)) = parse_name(&e.file_name().to_string_lossy()) else { continue };
+        if start_time(pid) != Some(start) {
+            kill_and_remove(&e.path());
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// SIGKILLs every process listed in `dir/cgroup.procs`, then removes `dir`, retrying while the

@@ -1,8 +1,7 @@
-//! The cgroup v1 backend: a directory per controller hierarchy, under our own cgroup in each,
-//! in a `polysandbox` subdirectory.
+//! The cgroup v1 backend: a directory per controller hierarchy, `polysandbox-<pid>-<start>`
+//! in the cgroup we run in (so an outer job's limits still hold).
 
-use super::{cpu, kill_and_remove, memory, pids, sweep_stale, Group, Limits, Mounts, Unavailable, Usage};
-use std::fs;
+use super::{cpu, kill_and_remove, make_child, memory, pids, Group, Limits, Mounts, Unavailable, Usage};
 use std::io;
 use std::path::PathBuf;
 
@@ -17,22 +16,14 @@ fn make_dir(mounts: &Mounts, controller: &str, name: &str) -> Result<PathBuf, Un
     let (mp, own) = mounts
         .v1_for(controller)
         .ok_or_else(|| Unavailable(format!("no cgroup v1 {controller} hierarchy is mounted")))?;
-    let parent = mp.join(own.trim_start_matches('/')).join("polysandbox");
-    if !parent.is_dir() {
-        fs::create_dir_all(&parent).map_err(|e| Unavailable(no_write(&parent, e)))?;
-    } else {
-        sweep_stale(&parent);
-    }
-    let dir = parent.join(name);
-    fs::create_dir(&dir).map_err(|e| Unavailable(no_write(&dir, e)))?;
-    Ok(dir)
+    make_child(&mp.join(own.trim_start_matches('/')), &format!("polysandbox-{name}")).map_err(|e| Unavailable(no_write(e)))
 }
 
-fn no_write(p: &std::path::Path, e: io::Error) -> String {
+fn no_write(e: io::Error) -> String {
     if e.kind() == io::ErrorKind::PermissionDenied || e.raw_os_error() == Some(libc::EROFS) {
-        format!("cgroup v1 is not writable for this user ({}: {e})", p.display())
+        format!("cgroup v1 is not writable for this user ({e})")
     } else {
-        format!("cannot create {}: {e}", p.display())
+        format!("cannot create {e}")
     }
 }
 

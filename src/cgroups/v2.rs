@@ -62,7 +62,7 @@ pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Gr
     } else {
         sweep_stale(&base);
     }
-    let dir = base.join(name);
+    let dir = base.join(format!("ps-{name}"));
     fs::create_dir(&dir).map_err(|e| Unavailable(format!("cannot create {}: {e}", dir.display())))?;
     let c = CString::new(dir.as_os_str().as_bytes()).expect("cgroup path has no NUL");
     // SAFETY: c is a valid C string.

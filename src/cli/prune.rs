@@ -1,4 +1,5 @@
-//! `polysandbox prune`: drops blobs and rootfs no image refers to.
+//! `polysandbox prune`: drops blobs and rootfs no image refers to, and the cgroups of sandboxes
+//! whose supervisor was SIGKILLed (each run also sweeps those it can find cheaply).
 
 use crate::image::store::Store;
 use crate::units::human_bytes;
@@ -16,6 +17,10 @@ pub fn main(a: PruneArgs) -> i32 {
     match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)).and_then(|s| s.prune()) {
         Ok((blobs, roots, bytes)) => {
             println!("removed {blobs} blobs ({}) and {roots} unpacked rootfs", human_bytes(bytes));
+            let groups = crate::cgroups::sweep_everywhere();
+            if groups > 0 {
+                println!("removed {groups} stale sandbox cgroups");
+            }
             0
         }
         Err(e) => super::error(e),

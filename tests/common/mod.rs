@@ -196,33 +196,43 @@ pub fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
 
-/// Every `ps-*` cgroup directory under any `polysandbox` parent in the mounted hierarchies,
-/// whose owner pid is `owner` (None: any).
+/// Every sandbox cgroup in the mounted hierarchies (v1: `polysandbox-<pid>-<start>`, v2:
+/// `polysandbox/ps-<pid>-<start>`), whose owner pid is `owner` (None: any).
 pub fn polysandbox_cgroups(owner: Option<u32>) -> Vec<String> {
     let out = Command::new("find")
-        .args(["/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "-path", "*/polysandbox/ps-*"])
+        .args(["/sys/fs/cgroup", "-maxdepth", "8", "-type", "d", "(", "-name", "polysandbox-*", "-o", "-path", "*/polysandbox/ps-*", ")"])
         .stderr(Stdio::null())
         .output()
         .unwrap();
     let mut v: Vec<String> = String::from_utf8_lossy(&out.stdout)
         .lines()
-        .filter(|l| owner.is_none_or(|p| l.contains(&format!("/ps-{p}-"))))
+        .filter(|l| owner.is_none_or(|p| l.contains(&format!("/ps-{p}-")) || l.contains(&format!("/polysandbox-{p}-"))))
         .map(String::from)
         .collect();
     v.sort();
     v
 }
 
-/// `ps-<pid>-<start>` cgroups whose owner process no longer exists.
+/// `ps-<pid>-<start>` cgroups whose owner process no longer exists and was started after this
+/// test process (older ones are another run's business, e.g. a CI job killed hours ago).
 pub fn stale_cgroups() -> Vec<String> {
+    let since = start_time(std::process::id());
     polysandbox_cgroups(None)
         .into_iter()
         .filter(|p| {
             let name = p.rsplit('/').next().unwrap_or("");
-            let pid = name.split('-').nth(1).unwrap_or("0");
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            let mut it = name.split('-').skip(1);
+            let pid: u32 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            let start: u64 = it.next().and_then(|v| v.parse().ok()).unwrap_or(0);
+            start >= since && start_time(pid) != start
         })
         .collect()
+}
+
+/// A process's start time (clock ticks since boot), as polysandbox names its cgroups; 0 if gone.
+pub fn start_time(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rfind(')').and_then(|i| stat[i + 2..].split(' ').nth(19)).and_then(|v| v.parse().ok()).unwrap_or(0)
 }
 
 /// Pids of processes whose command line starts with `prefix` (the program and its first
