@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
 # Builds a toolchain image from Debian 12 packages with no Docker, and imports it:
 #   rootfs/build.sh [--push HOST:PORT] LANG [LANG...]   (python, go, cpp, ...; `all` for every recipe)
-# A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins) and an
+#   rootfs/build.sh --relock LANG...                    (accept new package versions, see below)
+# A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
-# what Debian does not package). The tarball is reproducible (SOURCE_DATE_EPOCH, the snapshot
-# mirror below) and cached by the recipe's content: .cache/images/LANG-<hash>.tar, so a second
-# run takes seconds. It is imported as localhost/polysandbox/LANG:bookworm.
+# what Debian does not package), optional rootfs/LANG.suites (more suites), and any other
+# rootfs/LANG.NAME file, handed to the setup script as /tmp/recipe/NAME (npm's
+# package-lock.json, a Cargo.lock: the setup installs exactly what they pin).
+# rootfs/LANG.lock pins every Debian package of the image (`pkg=version`, all of them, not
+# only those asked for): a build installs exactly those versions, and an image whose packages
+# differ from its lock is refused (Debian moved a package; point POLYSANDBOX_DEBIAN_MIRROR at
+# snapshot.debian.org to rebuild the locked set, or --relock to accept the new versions).
+# With SOURCE_DATE_EPOCH the tarball is reproducible. It is cached by the recipe's content:
+# .cache/images/LANG-<hash>.tar, so a second run takes seconds. It is imported as
+# localhost/polysandbox/LANG:bookworm.
 # mmdebstrap runs in unshare mode: no root needed where unprivileged user namespaces work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +24,14 @@ RECIPE_FORMAT=1
 BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
 push=""
-if [ "${1:-}" = --push ]; then push=$2; shift 2; fi
+relock=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --push) push=$2; shift 2 ;;
+    --relock) relock=1; shift ;;
+    *) break ;;
+  esac
+done
 langs=("$@")
 if [ "${langs[0]:-}" = all ]; then
   langs=()
@@ -24,17 +39,65 @@ if [ "${langs[0]:-}" = all ]; then
 fi
 [ ${#langs[@]} -gt 0 ] || { echo "usage: rootfs/build.sh LANG... | all" >&2; exit 2; }
 mkdir -p .cache/images
+
+# The image's Debian packages, `pkg=version`, sorted.
+installed() {
+  tar -xOf "$1" ./var/lib/dpkg/status | awk '
+    /^Package:/ { p = $2 } /^Version:/ { v = $2 } /^Status:/ { ok = ($0 ~ / installed$/) }
+    /^$/ { if (p != "" && ok) print p "=" v; p = ""; ok = 0 }
+    END { if (p != "" && ok) print p "=" v }' | LC_ALL=C sort
+}
+
+# Compares a built tarball with $lock: writes the lock if there is none (or with --relock),
+# else fails naming what moved.
+check_lock() {
+  local got
+  got=$(installed "$1")
+  if [ ! -f "$lock" ] || [ -n "$relock" ]; then
+    printf '%s\n' "$got" > "$lock"
+    echo "build: $lang: wrote $lock ($(wc -l < "$lock") packages)"
+    return 0
+  fi
+  if ! diff -u "$lock" <(printf '%s\n' "$got") > "$1.lockdiff"; then
+    echo "build: $lang: the image's packages differ from $lock:" >&2
+    grep '^[-+][^-+]' "$1.lockdiff" | head -20 >&2
+    echo "build: $lang: Debian moved them; rebuild from a snapshot mirror (POLYSANDBOX_DEBIAN_MIRROR=https://snapshot.debian.org/archive/debian/DATE) or accept them: rootfs/build.sh --relock $lang" >&2
+    return 1
+  fi
+  rm -f "$1.lockdiff"
+}
+
 for lang in "${langs[@]}"; do
   pkgs=rootfs/$lang.packages
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
   setup=rootfs/$lang.setup
-  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites")) | sha256sum | cut -c1-16)
+  lock=rootfs/$lang.lock
+  # Files handed to the setup script (everything of the recipe but these four kinds).
+  extra=()
+  for f in rootfs/"$lang".*; do
+    case "${f#rootfs/$lang.}" in packages|setup|suites|lock) ;; *) extra+=("$f") ;; esac
+  done
+  # The lock is not part of the key: it describes the output, and is checked against it.
+  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites") "${extra[@]}") | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
     start=$(date +%s)
     include=$(grep -v '^\s*#' "$pkgs" | grep -v '^\s*$' | paste -sd, -)
     hooks=()
+    # Locked: apt pins every package at its locked version (priority 1001, so even a downgrade),
+    # from before the first package is installed; dependencies are still chosen and marked
+    # automatic by apt as in an unlocked build, so a locked rebuild is the same image. A
+    # version the mirror no longer has cannot be pinned: the check below then names it.
+    if [ -f "$lock" ] && [ -z "$relock" ]; then
+      prefs=.cache/images/.$lang.pin
+      sed 's/^\([^=]*\)=\(.*\)$/Package: \1\nPin: version \2\nPin-Priority: 1001\n/' "$lock" > "$prefs"
+      hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$prefs' \"\$1/etc/apt/preferences.d/polysandbox-lock\""
+              --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-lock" && touch -r "$t" "$d" && rm -f "$t"')
+    fi
+    if [ ${#extra[@]} -gt 0 ]; then
+      hooks+=(--customize-hook="mkdir -p \"\$1/tmp/recipe\"$(for f in "${extra[@]}"; do printf " && cp '%s' \"\$1/tmp/recipe/%s\"" "$f" "${f#rootfs/$lang.}"; done)")
+    fi
     if [ -f "$setup" ]; then
       # The setup step may fetch from npm or crates.io: it borrows the host's CA bundle (a site
       # may add its own CA there), which is removed again and is not part of the image.
@@ -51,17 +114,21 @@ for lang in "${langs[@]}"; do
     fi
     echo "build: $lang ($include)"
     mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
-      --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/*' \
+      --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/tmp/recipe' \
       bookworm "${tarball%.tar}.partial.tar" "${sources[@]}"
+    check_lock "${tarball%.tar}.partial.tar" || exit 1
     mv "${tarball%.tar}.partial.tar" "$tarball"
     # Older builds of this recipe are dead weight now.
     find .cache/images -name "$lang-*.tar" ! -name "$(basename "$tarball")" -delete
     echo "build: $lang: $(du -h "$tarball" | cut -f1) in $(( $(date +%s) - start )) s"
+  elif ! check_lock "$tarball"; then
+    echo "build: $lang: the cached $tarball is not what $lock pins: rebuild it (delete it)" >&2
+    exit 1
   fi
   # Imported already (this tarball, this store, the name still there): nothing to do.
   store="${POLYSANDBOX_ROOT:-default}-$(id -u)"
   marker=.cache/images/.$lang-$hash.imported-$(echo "$store" | sha256sum | cut -c1-12)
-  if [ ! -f "$marker" ] || ! "$BIN" images | grep -q "^$ref "; then
+  if [ ! -f "$marker" ] || ! "$BIN" images | grep "^$ref " >/dev/null; then
     "$BIN" import "$tarball" --tag "$ref" >/dev/null
     touch "$marker"
   fi
