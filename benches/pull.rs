@@ -3,8 +3,13 @@
 //! `polysandbox pull` against `skopeo copy` + `umoci unpack` and against `podman pull`, run by
 //! run alternating (A B C A B C ...), each into a fresh directory; then a warm re-pull.
 //!
+//! The tools write into a tmpfs of the bench's own (private) mount namespace: on this
+//! machine's ext4 without a journal, trees deleted by an earlier run cost the next one seconds
+//! of kernel time, whichever tool it is; on tmpfs every run starts equal and nothing needs
+//! deleting. BENCH_DISK=1 writes to /var/tmp instead.
+//!
 //! `cargo bench --bench pull` (as root; skopeo, umoci, podman, docker-registry from Debian).
-//! Environment: BENCH_RUNS (default 3 per tool).
+//! Environment: BENCH_RUNS (default 3 per tool), BENCH_DISK.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -40,7 +45,15 @@ fn main() {
     let bin = root.join("target/release/polysandbox");
     let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let work = PathBuf::from(format!("/var/tmp/polysandbox-bench-pull-{}", std::process::id()));
-    std::fs::create_dir_all(&work).unwrap();
+    let trees = work.join("t");
+    std::fs::create_dir_all(&trees).unwrap();
+    let on_disk = std::env::var_os("BENCH_DISK").is_some();
+    if !on_disk {
+        // SAFETY: unshare of our own process, single-threaded so far.
+        assert_eq!(unsafe { libc::unshare(libc::CLONE_NEWNS) }, 0, "unshare (run as root)");
+        sh(Command::new("mount").args(["--make-rprivate", "/"]));
+        sh(Command::new("mount").args(["-t", "tmpfs", "-o", "size=8g", "bench", trees.to_str().unwrap()]));
+    }
     sh(Command::new(root.join("rootfs/build.sh")).arg("python"));
     // A registry with the image, pushed gzip-compressed by skopeo (as from any registry).
     let port = {
@@ -62,7 +75,7 @@ fn main() {
         .iter()
         .map(|d| std::fs::metadata(work.join("registry/docker/registry/v2/blobs/sha256").join(&d[7..9]).join(&d[7..]).join("data")).map(|m| m.len()).unwrap_or(0))
         .sum();
-    println!("image: {image}, {} layer(s), {:.1} MB compressed (gzip)", layers.len(), gz as f64 / 1e6);
+    println!("image: {image}, {} layer(s), {:.1} MB compressed (gzip); trees on {}", layers.len(), gz as f64 / 1e6, if on_disk { "/var/tmp (ext4)" } else { "tmpfs" });
 
     type Run = Box<dyn Fn(&Path) -> Command>;
     let mut tools: Vec<(&str, Run)> = Vec::new();
@@ -107,7 +120,7 @@ fn main() {
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); tools.len()];
     for run in 0..runs {
         for (i, (name, cmd)) in tools.iter().enumerate() {
-            let d = work.join(format!("t{i}-r{run}"));
+            let d = trees.join(format!("t{i}-r{run}"));
             std::fs::create_dir_all(&d).unwrap();
             sh(&mut Command::new("sync"));
             let t = Instant::now();
@@ -125,14 +138,16 @@ fn main() {
         println!("  {name:<28} {:>7.2} s   {}", m.as_secs_f64(), if i == 0 { "".to_string() } else { format!("polysandbox is {ratio:.2}x faster (goal >= 2.5x vs podman)") });
     }
     // Warm: the same store again; nothing moves.
-    let d = work.join("t0-r0");
+    let d = trees.join("t0-r0");
     let t = Instant::now();
     let o = Command::new(&bin).args(["pull", "--root"]).arg(&d).arg(&image).output().unwrap();
     let el = t.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
     println!("\nwarm re-pull: {:.3} s, {}", el.as_secs_f64(), err.lines().last().unwrap_or(""));
     assert!(err.contains("0 blobs fetched"), "a warm re-pull moved blobs: {err}");
-    // The trees go in one go at the end (deleting and re-creating trees right away is slow on
-    // this ext4 without a journal).
+    // The trees go with the tmpfs (on disk: in one go at the end).
+    if !on_disk {
+        sh(Command::new("umount").arg(&trees));
+    }
     let _ = std::fs::remove_dir_all(&work);
 }

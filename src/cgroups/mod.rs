@@ -125,11 +125,12 @@ fn start_time(pid: u32) -> Option<u64> {
 /// when already listed), and the first run in a new parent sweeps every other listed one.
 pub(crate) fn make_child(parent: &Path, name: &str) -> io::Result<PathBuf> {
     sweep_stale(parent);
+    let dir = parent.join(name);
+    fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
+    // Listed only once we could make a group there: a cgroup we cannot write is not ours to sweep.
     if register(parent) {
         sweep_registered(parent);
     }
-    let dir = parent.join(name);
-    fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     Ok(dir)
 }
 
