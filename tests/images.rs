@@ -212,3 +212,39 @@ fn inspect_rmi_and_prune() {
         assert!(stderr(&o).contains("is not in the store"));
     }
 }
+
+#[test]
+fn an_image_whose_packages_differ_from_its_lock_is_refused() {
+    // rootfs/build.sh checks every image, built or cached, against rootfs/LANG.lock. Here the
+    // python recipe in a scratch tree, with the cached python tarball (.ci/setup builds it):
+    // its own lock passes and imports; a lock with one version changed is refused, naming it.
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let Some(tarball) = std::fs::read_dir(repo.join(".cache/images")).ok().and_then(|d| {
+        d.flatten().map(|e| e.path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("python-") && p.extension().is_some_and(|x| x == "tar"))
+    }) else {
+        panic!("no .cache/images/python-*.tar: run bash .ci/setup");
+    };
+    let scratch = Mode::Root.owned_dir("lock");
+    std::fs::create_dir_all(scratch.join("rootfs")).unwrap();
+    std::fs::create_dir_all(scratch.join(".cache/images")).unwrap();
+    for f in ["build.sh", "python.packages", "python.lock"] {
+        std::fs::copy(repo.join("rootfs").join(f), scratch.join("rootfs").join(f)).unwrap();
+    }
+    std::os::unix::fs::symlink(&tarball, scratch.join(".cache/images").join(tarball.file_name().unwrap())).unwrap();
+    let build = || {
+        let mut c = Command::new("bash");
+        c.arg(scratch.join("rootfs/build.sh")).arg("python");
+        c.env("POLYSANDBOX_BIN", &fixtures().bin).env("POLYSANDBOX_ROOT", scratch.join("store"));
+        c.output().unwrap()
+    };
+    let o = build();
+    ok(&o, "build.sh with the image's own lock");
+    assert!(stdout(&o).contains("localhost/polysandbox/python:bookworm"), "{}", stdout(&o));
+    // One package "moved": the lock now asks for a version the image does not hold.
+    let lock = std::fs::read_to_string(scratch.join("rootfs/python.lock")).unwrap();
+    let first = lock.lines().find(|l| l.starts_with("python3-pytest=")).expect("pytest in the lock").to_string();
+    std::fs::write(scratch.join("rootfs/python.lock"), lock.replace(&first, "python3-pytest=0.0-locked")).unwrap();
+    let o = build();
+    assert_eq!(code(&o), 1, "a lock the image does not match was accepted: {}", stderr(&o));
+    assert!(stderr(&o).contains("differ from rootfs/python.lock") && stderr(&o).contains("python3-pytest=0.0-locked"), "{}", stderr(&o));
+}
