@@ -280,8 +280,9 @@ fn fork_bomb_hits_the_pids_limit() {
     for m in modes() {
         // A bomb whose processes stay (the kind that takes a machine down; one whose processes
         // die at once ends by itself). Without a cgroup the rlimit holds it, and the trip is
-        // seen by the watchdog's sampling.
-        let (o, s) = m.run_stats(&["--pids", "32", "--timeout", "20s"], &sh("(f() { f & f & sleep 2; }; f) 2>/dev/null; echo survived"));
+        // seen by the watchdog's sampling. Each process stays 6 s, so that the bomb reaches
+        // the limit even on a loaded machine (with 2 s, a CI run saw it stall at 22 tasks).
+        let (o, s) = m.run_stats(&["--pids", "32", "--timeout", "20s"], &sh("(f() { f & f & sleep 6; }; f) 2>/dev/null; echo survived"));
         assert_eq!(s["pids_limit_reached"], true, "{m:?}: {s}");
         // The limit held: where tasks were sampled (no cgroup), never more than 32 at once.
         if let Some(peak) = s["tasks_peak"].as_u64() {
