@@ -183,18 +183,18 @@ fn sweep_registered(me: &Path) {
 pub fn sweep_everywhere() -> usize {
     fn walk(dir: &Path, depth: usize, v1: bool, removed: &mut usize) {
         *removed += sweep_stale(dir);
+        if depth == 0 {
+            return;
+        }
         let Ok(entries) = fs::read_dir(dir) else { return };
         for e in entries.flatten() {
             let name = e.file_name();
             if !e.file_type().is_ok_and(|t| t.is_dir()) || parse_name(&name.to_string_lossy()).is_some() {
                 continue;
             }
-            walk(&e.path(), depth.saturating_sub(1), v1, removed);
+            walk(&e.path(), depth - 1, v1, removed);
             if v1 && name == "polysandbox" {
                 let _ = fs::remove_dir(e.path());
-            }
-            if depth == 0 {
-                break;
             }
         }
     }
