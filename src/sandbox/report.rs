@@ -14,6 +14,10 @@ pub struct LimitRecord {
     /// "cgroup v1", "cgroup v2", "rlimit", "watchdog", "wall clock", "tmpfs size",
     /// "cpu affinity", "output pipe", or "not enforced".
     pub enforced_by: String,
+    /// How a trip is known, where it is not exact: "sampled" (pids under an rlimit: seen only
+    /// if the watchdog samples the peak, which a bomb whose forkers die at once can outrun).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trip_detection: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -142,7 +146,8 @@ pub(crate) fn build(
     let mut limits = BTreeMap::new();
     let cg = cgroup.unwrap_or("cgroup").to_string();
     let mut rec = |name: &str, requested: serde_json::Value, by: &str| {
-        limits.insert(name.to_string(), LimitRecord { requested, enforced_by: by.to_string() });
+        let trip_detection = (name == "pids" && by == "rlimit").then(|| "sampled".to_string());
+        limits.insert(name.to_string(), LimitRecord { requested, enforced_by: by.to_string(), trip_detection });
     };
     if let Some(m) = lim.memory {
         rec("memory", m.into(), if held.memory.is_some() { &cg } else { "watchdog" });
