@@ -1,4 +1,4 @@
-//! `polysandbox eval` end to end: the project's own fixtures in all six languages, in the real
+//! `polysandbox eval` end to end: the project's own fixtures in all seven languages, in the real
 //! toolchain images (built by `bash .ci/setup`), as root and as the unprivileged test user.
 mod common;
 
@@ -73,7 +73,7 @@ fn prediction(name: &str) -> String {
 /// The languages each mode's store has images for.
 fn langs(m: Mode) -> Vec<&'static str> {
     match m {
-        Mode::Root => vec!["cpp", "go", "java", "javascript", "python", "rust"],
+        Mode::Root => vec!["cpp", "go", "java", "javascript", "python", "rust", "typescript"],
         Mode::User => vec!["go", "python"],
     }
 }
