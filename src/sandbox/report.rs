@@ -146,8 +146,7 @@ pub(crate) fn build(
     let mut limits = BTreeMap::new();
     let cg = cgroup.unwrap_or("cgroup").to_string();
     let mut rec = |name: &str, requested: serde_json::Value, by: &str| {
-        let trip_detection = (name == "pids" && by == "rlimit").then(|| "sampled".to_string());
-        limits.insert(name.to_string(), LimitRecord { requested, enforced_by: by.to_string(), trip_detection });
+        limits.insert(name.to_string(), LimitRecord { requested, enforced_by: by.to_string(), trip_detection: None });
     };
     if let Some(m) = lim.memory {
         rec("memory", m.into(), if held.memory.is_some() { &cg } else { "watchdog" });
@@ -172,6 +171,11 @@ pub(crate) fn build(
     }
     if let Some(n) = lim.nofile {
         rec("nofile", n.into(), "rlimit");
+    }
+    if fb.pids_rlimit.is_some() {
+        if let Some(r) = limits.get_mut("pids") {
+            r.trip_detection = Some("sampled".into());
+        }
     }
 
     Ok(Report {
