@@ -4,8 +4,10 @@
 #   rootfs/build.sh --relock LANG...                    (accept new package versions, see below)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
-# what Debian does not package), optional rootfs/LANG.suites (more suites), and any other
-# rootfs/LANG.NAME file, handed to the setup script as /tmp/recipe/NAME (npm's
+# what Debian does not package), an optional executable rootfs/LANG.customize (run on the
+# host after it, with the new root as its argument: e.g. to make a generated file
+# reproducible), optional rootfs/LANG.suites (more suites), and any other rootfs/LANG.NAME
+# file, handed to the setup script as /tmp/recipe/NAME (npm's
 # package-lock.json, a Cargo.lock: the setup installs exactly what they pin).
 # rootfs/LANG.lock pins every Debian package of the image (`pkg=version`, all of them, not
 # only those asked for): a build installs exactly those versions, and an image whose packages
@@ -72,13 +74,14 @@ for lang in "${langs[@]}"; do
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
   setup=rootfs/$lang.setup
   lock=rootfs/$lang.lock
-  # Files handed to the setup script (everything of the recipe but these four kinds).
+  customize=rootfs/$lang.customize
+  # Files handed to the setup script (everything of the recipe but these five kinds).
   extra=()
   for f in rootfs/"$lang".*; do
-    case "${f#rootfs/$lang.}" in packages|setup|suites|lock) ;; *) extra+=("$f") ;; esac
+    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock) ;; *) extra+=("$f") ;; esac
   done
   # The lock is not part of the key: it describes the output, and is checked against it.
-  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $( [ -f "$setup" ] && echo "$setup") $( [ -f "rootfs/$lang.suites" ] && echo "rootfs/$lang.suites") "${extra[@]}") | sha256sum | cut -c1-16)
+  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
@@ -104,6 +107,9 @@ for lang in "${langs[@]}"; do
       hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\" && cp /etc/ssl/certs/ca-certificates.crt \"\$1/tmp/host-ca.crt\""
               --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
               --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
+    fi
+    if [ -f "$customize" ]; then
+      hooks+=(--customize-hook="'$PWD/$customize' \"\$1\"")
     fi
     # Suites: bookworm, plus any a recipe names in rootfs/LANG.suites (e.g. bookworm-backports).
     sources=("deb $MIRROR bookworm main")
