@@ -2,6 +2,7 @@
 # Builds a toolchain image from Debian 12 packages with no Docker, and imports it:
 #   rootfs/build.sh [--push HOST:PORT] LANG [LANG...]   (python, go, cpp, ...; `all` for every recipe)
 #   rootfs/build.sh --relock LANG...                    (accept new package versions, see below)
+#   rootfs/build.sh --verify LANG...                    (rebuild from scratch: byte-identical?)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package), an optional executable rootfs/LANG.customize (run on the
@@ -27,10 +28,12 @@ BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
 push=""
 relock=""
+verify=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --push) push=$2; shift 2 ;;
     --relock) relock=1; shift ;;
+    --verify) verify=1; shift ;;
     *) break ;;
   esac
 done
@@ -69,6 +72,46 @@ check_lock() {
   rm -f "$1.lockdiff"
 }
 
+# Builds the image of $lang's recipe into the tarball $1.
+mmdebstrap_into() {
+  include=$(grep -v '^\s*#' "$pkgs" | grep -v '^\s*$' | paste -sd, -)
+  hooks=()
+  # Locked: apt pins every package at its locked version (priority 1001, so even a downgrade),
+  # from before the first package is installed; dependencies are still chosen and marked
+  # automatic by apt as in an unlocked build, so a locked rebuild is the same image. A
+  # version the mirror no longer has cannot be pinned: the check below then names it.
+  if [ -f "$lock" ] && [ -z "$relock" ]; then
+    prefs=.cache/images/.$lang.pin
+    sed 's/^\([^=]*\)=\(.*\)$/Package: \1\nPin: version \2\nPin-Priority: 1001\n/' "$lock" > "$prefs"
+    hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$prefs' \"\$1/etc/apt/preferences.d/polysandbox-lock\""
+            --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-lock" && touch -r "$t" "$d" && rm -f "$t"')
+  fi
+  if [ ${#extra[@]} -gt 0 ]; then
+    hooks+=(--customize-hook="mkdir -p \"\$1/tmp/recipe\"$(for f in "${extra[@]}"; do printf " && cp '%s' \"\$1/tmp/recipe/%s\"" "$f" "${f#rootfs/$lang.}"; done)")
+  fi
+  if [ -f "$setup" ]; then
+    # The setup step may fetch from npm or crates.io: it borrows the host's CA bundle (a site
+    # may add its own CA there), which is removed again and is not part of the image.
+    hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\" && cp /etc/ssl/certs/ca-certificates.crt \"\$1/tmp/host-ca.crt\""
+            --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
+            --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
+  fi
+  if [ -f "$customize" ]; then
+    hooks+=(--customize-hook="'$PWD/$customize' \"\$1\"")
+  fi
+  # Suites: bookworm, plus any a recipe names in rootfs/LANG.suites (e.g. bookworm-backports).
+  sources=("deb $MIRROR bookworm main")
+  if [ -f "rootfs/$lang.suites" ]; then
+    while read -r suite; do
+      case "$suite" in ''|'#'*) ;; *) sources+=("deb $MIRROR $suite main") ;; esac
+    done < "rootfs/$lang.suites"
+  fi
+  echo "build: $lang ($include)"
+  mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
+    --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/tmp/recipe' \
+    bookworm "$1" "${sources[@]}"
+}
+
 for lang in "${langs[@]}"; do
   pkgs=rootfs/$lang.packages
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
@@ -86,42 +129,7 @@ for lang in "${langs[@]}"; do
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
     start=$(date +%s)
-    include=$(grep -v '^\s*#' "$pkgs" | grep -v '^\s*$' | paste -sd, -)
-    hooks=()
-    # Locked: apt pins every package at its locked version (priority 1001, so even a downgrade),
-    # from before the first package is installed; dependencies are still chosen and marked
-    # automatic by apt as in an unlocked build, so a locked rebuild is the same image. A
-    # version the mirror no longer has cannot be pinned: the check below then names it.
-    if [ -f "$lock" ] && [ -z "$relock" ]; then
-      prefs=.cache/images/.$lang.pin
-      sed 's/^\([^=]*\)=\(.*\)$/Package: \1\nPin: version \2\nPin-Priority: 1001\n/' "$lock" > "$prefs"
-      hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$prefs' \"\$1/etc/apt/preferences.d/polysandbox-lock\""
-              --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-lock" && touch -r "$t" "$d" && rm -f "$t"')
-    fi
-    if [ ${#extra[@]} -gt 0 ]; then
-      hooks+=(--customize-hook="mkdir -p \"\$1/tmp/recipe\"$(for f in "${extra[@]}"; do printf " && cp '%s' \"\$1/tmp/recipe/%s\"" "$f" "${f#rootfs/$lang.}"; done)")
-    fi
-    if [ -f "$setup" ]; then
-      # The setup step may fetch from npm or crates.io: it borrows the host's CA bundle (a site
-      # may add its own CA there), which is removed again and is not part of the image.
-      hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\" && cp /etc/ssl/certs/ca-certificates.crt \"\$1/tmp/host-ca.crt\""
-              --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
-              --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
-    fi
-    if [ -f "$customize" ]; then
-      hooks+=(--customize-hook="'$PWD/$customize' \"\$1\"")
-    fi
-    # Suites: bookworm, plus any a recipe names in rootfs/LANG.suites (e.g. bookworm-backports).
-    sources=("deb $MIRROR bookworm main")
-    if [ -f "rootfs/$lang.suites" ]; then
-      while read -r suite; do
-        case "$suite" in ''|'#'*) ;; *) sources+=("deb $MIRROR $suite main") ;; esac
-      done < "rootfs/$lang.suites"
-    fi
-    echo "build: $lang ($include)"
-    mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
-      --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/tmp/recipe' \
-      bookworm "${tarball%.tar}.partial.tar" "${sources[@]}"
+    mmdebstrap_into "${tarball%.tar}.partial.tar"
     check_lock "${tarball%.tar}.partial.tar" || exit 1
     mv "${tarball%.tar}.partial.tar" "$tarball"
     # Older builds of this recipe are dead weight now.
@@ -130,6 +138,25 @@ for lang in "${langs[@]}"; do
   elif ! check_lock "$tarball"; then
     echo "build: $lang: the cached $tarball is not what $lock pins: rebuild it (delete it)" >&2
     exit 1
+  fi
+  if [ -n "$verify" ]; then
+    # Reproducible? The same recipe again, from scratch, must give the same bytes.
+    again=.cache/images/.verify-$lang-$hash.tar
+    mmdebstrap_into "$again"
+    if cmp -s "$tarball" "$again"; then
+      echo "build: $lang: rebuilt byte-identical ($(sha256sum < "$again" | cut -c1-16))"
+      rm -f "$again"
+    else
+      echo "build: $lang: a rebuild differs from $tarball:" >&2
+      d=$(mktemp -d)
+      mkdir "$d/a" "$d/b"
+      tar -xf "$tarball" -C "$d/a" --exclude=./dev 2>/dev/null || true
+      tar -xf "$again" -C "$d/b" --exclude=./dev 2>/dev/null || true
+      diff -rq --no-dereference "$d/a" "$d/b" | sed "s|$d/a|cached:|g; s|$d/b|rebuilt:|g" | head -20 >&2 || true
+      cmp -s <(tar -tvf "$tarball") <(tar -tvf "$again") || echo "build: $lang: (and the archive listings differ)" >&2
+      rm -rf "$d" "$again"
+      exit 1
+    fi
   fi
   # Imported already (this tarball, this store, the name still there): nothing to do.
   store="${POLYSANDBOX_ROOT:-default}-$(id -u)"

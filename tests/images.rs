@@ -213,38 +213,62 @@ fn inspect_rmi_and_prune() {
     }
 }
 
-#[test]
-fn an_image_whose_packages_differ_from_its_lock_is_refused() {
-    // rootfs/build.sh checks every image, built or cached, against rootfs/LANG.lock. Here the
-    // python recipe in a scratch tree, with the cached python tarball (.ci/setup builds it):
-    // its own lock passes and imports; a lock with one version changed is refused, naming it.
+/// A scratch copy of the python recipe (build.sh, packages, lock), with the python image
+/// tarball .ci/setup built as its cache.
+fn python_recipe(name: &str) -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let Some(tarball) = std::fs::read_dir(repo.join(".cache/images")).ok().and_then(|d| {
-        d.flatten().map(|e| e.path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("python-") && p.extension().is_some_and(|x| x == "tar"))
-    }) else {
-        panic!("no .cache/images/python-*.tar: run bash .ci/setup");
-    };
-    let scratch = Mode::Root.owned_dir("lock");
+    let tarball = std::fs::read_dir(repo.join(".cache/images"))
+        .ok()
+        .and_then(|d| d.flatten().map(|e| e.path()).find(|p| p.file_name().unwrap().to_string_lossy().starts_with("python-") && p.extension().is_some_and(|x| x == "tar")))
+        .unwrap_or_else(|| panic!("no .cache/images/python-*.tar: run bash .ci/setup"));
+    let scratch = Mode::Root.owned_dir(name);
     std::fs::create_dir_all(scratch.join("rootfs")).unwrap();
     std::fs::create_dir_all(scratch.join(".cache/images")).unwrap();
     for f in ["build.sh", "python.packages", "python.lock"] {
         std::fs::copy(repo.join("rootfs").join(f), scratch.join("rootfs").join(f)).unwrap();
     }
     std::os::unix::fs::symlink(&tarball, scratch.join(".cache/images").join(tarball.file_name().unwrap())).unwrap();
-    let build = || {
-        let mut c = Command::new("bash");
-        c.arg(scratch.join("rootfs/build.sh")).arg("python");
-        c.env("POLYSANDBOX_BIN", &fixtures().bin).env("POLYSANDBOX_ROOT", scratch.join("store"));
-        c.output().unwrap()
-    };
-    let o = build();
+    scratch
+}
+
+/// `rootfs/build.sh ARGS...` in a scratch recipe tree, importing into a store of its own.
+fn build_sh(scratch: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("bash")
+        .arg(scratch.join("rootfs/build.sh"))
+        .args(args)
+        .env("POLYSANDBOX_BIN", &fixtures().bin)
+        .env("POLYSANDBOX_ROOT", scratch.join("store"))
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn an_image_whose_packages_differ_from_its_lock_is_refused() {
+    // rootfs/build.sh checks every image, built or cached, against rootfs/LANG.lock. Here the
+    // python recipe: its own lock passes and imports; a lock with one version changed is
+    // refused, naming it.
+    let scratch = python_recipe("lock");
+    let o = build_sh(&scratch, &["python"]);
     ok(&o, "build.sh with the image's own lock");
     assert!(stdout(&o).contains("localhost/polysandbox/python:bookworm"), "{}", stdout(&o));
     // One package "moved": the lock now asks for a version the image does not hold.
     let lock = std::fs::read_to_string(scratch.join("rootfs/python.lock")).unwrap();
     let first = lock.lines().find(|l| l.starts_with("python3-pytest=")).expect("pytest in the lock").to_string();
     std::fs::write(scratch.join("rootfs/python.lock"), lock.replace(&first, "python3-pytest=0.0-locked")).unwrap();
-    let o = build();
+    let o = build_sh(&scratch, &["python"]);
     assert_eq!(code(&o), 1, "a lock the image does not match was accepted: {}", stderr(&o));
     assert!(stderr(&o).contains("differ from rootfs/python.lock") && stderr(&o).contains("python3-pytest=0.0-locked"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_toolchain_image_rebuilds_byte_identical() {
+    // rootfs/build.sh --verify rebuilds an image from scratch (same recipe, same lock, same
+    // SOURCE_DATE_EPOCH) and compares it byte for byte with the cached one. The python image
+    // here (the quickest to build); the README lists the other five, verified the same way.
+    let scratch = python_recipe("verify");
+    let o = build_sh(&scratch, &["--verify", "python"]);
+    ok(&o, "build.sh --verify python");
+    assert!(stdout(&o).contains("build: python: rebuilt byte-identical"), "{}", stdout(&o));
+    let left: Vec<_> = std::fs::read_dir(scratch.join(".cache/images")).unwrap().flatten().map(|e| e.file_name()).filter(|n| n.to_string_lossy().contains("verify")).collect();
+    assert!(left.is_empty(), "the rebuild was left behind: {left:?}");
 }
