@@ -5,9 +5,11 @@
 //! 1. `/bin/true` in a sandbox on the same busybox rootfs: polysandbox (no limits, and with
 //!    memory/pids/cpu limits), `bwrap --unshare-all`, `crun run`, `runc run`; as root, then as
 //!    the unprivileged user psbtest (polysandbox and bwrap; crun and runc where they run).
-//!    The tools alternate run by run (A B C D A B C D ...), so drift hits all alike.
-//! 2. 64 runs of `python3 -c 'print(1)'`, 8 at a time: on the host, in polysandbox and in bwrap,
-//!    on a rootfs whose /usr is the host's (read-only), alternating whole batches.
+//!    The tools alternate run by run, in a new order each round, so drift hits all alike.
+//! 2. 64 runs of `python3 -c 'print(1)'`, 8 at a time (a new one as soon as any ends, as
+//!    `xargs -P 8`): on the host, in polysandbox and in bwrap, on a rootfs whose /usr is the
+//!    host's (read-only), alternating whole batches; and two floors, no sandbox, only the
+//!    namespaces: `unshare -Urmpf --mount-proc`, and the same with a network namespace.
 //!
 //! The whole benchmark runs in a private mount namespace without the hybrid host's cgroup2
 //! mount, because crun refuses to run beside it; every tool sees the same namespace.
@@ -72,13 +74,27 @@ fn bundle(dir: &Path, rootfs: &Path, rootless: bool) {
     std::fs::write(dir.join("config.json"), serde_json::to_string_pretty(&v).unwrap()).unwrap();
 }
 
+/// 0..n in an order drawn from `seed` (xorshift, Fisher-Yates).
+fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..n).collect();
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    for i in (1..n).rev() {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.swap(i, (x % (i as u64 + 1)) as usize);
+    }
+    v
+}
+
 fn run_alternating(tools: &[Tool], runs: usize) -> Vec<(String, Vec<Duration>)> {
     let mut times: Vec<Vec<Duration>> = tools.iter().map(|_| Vec::with_capacity(runs)).collect();
     for i in 0..runs + 10 {
-        // The starting tool rotates each round, so that none always follows the same one (a
-        // tool's background clean-up, e.g. runc's, would otherwise always land on its follower).
-        for k in 0..tools.len() {
-            let t = (i + k) % tools.len();
+        // A new order each round (a fixed-seed shuffle), so that no tool always follows the same
+        // one: a tool's background clean-up (runc's cgroups, a network namespace torn down in a
+        // kernel worker) lands on whichever runs next. Rotating the start is not enough: within
+        // a round each tool would still follow the same neighbour.
+        for t in shuffled(tools.len(), i as u64) {
             let tool = &tools[t];
             let mut c = (tool.cmd)(i);
             c.stdout(Stdio::null()).stderr(Stdio::null()).stdin(Stdio::null());
@@ -216,20 +232,23 @@ fn main() {
     let pyroot = dir.join("pyroot");
     sh(&format!("mkdir -p {p}/usr {p}/proc {p}/dev {p}/tmp {p}/etc && ln -sfn usr/bin {p}/bin && ln -sfn usr/lib {p}/lib && ln -sfn usr/lib64 {p}/lib64 && ln -sfn usr/sbin {p}/sbin", p = pyroot.display()));
     let py = pyroot.to_str().unwrap().to_string();
+    // As `xargs -P 8` runs them: a new run starts as soon as any of the eight ends.
     let batch = |mk: &dyn Fn() -> Command| -> Duration {
         let start = Instant::now();
-        let mut running: Vec<std::process::Child> = Vec::new();
+        let mut running: Vec<u32> = Vec::new();
         let mut launched = 0;
         while launched < 64 || !running.is_empty() {
             while running.len() < 8 && launched < 64 {
                 let mut c = mk();
                 c.stdout(Stdio::null()).stderr(Stdio::null());
-                running.push(c.spawn().unwrap());
+                running.push(c.spawn().unwrap().id());
                 launched += 1;
             }
-            let first = running.remove(0);
-            let mut first = first;
-            assert!(first.wait().unwrap().success());
+            let mut status = 0;
+            let pid = unsafe { libc::waitpid(-1, &mut status, 0) };
+            assert!(pid > 0, "waitpid: {}", std::io::Error::last_os_error());
+            assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "a run failed: status {status:#x}");
+            running.retain(|&p| p != pid as u32);
         }
         start.elapsed()
     };
@@ -237,11 +256,18 @@ fn main() {
     let psb = || { let mut c = Command::new(&b); c.args(["run", "-q", "-v", "/usr:/usr:ro", "--rootfs", &py, "--", "python3", "-c", "print(1)"]); c };
     let psb_lim = || { let mut c = Command::new(&b); c.args(["run", "-q", "--memory=256M", "--pids=64", "--cpus=1", "-v", "/usr:/usr:ro", "--rootfs", &py, "--", "python3", "-c", "print(1)"]); c };
     let bw = || { let mut c = Command::new("bwrap"); c.args(["--unshare-all", "--ro-bind", &py, "/", "--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "python3", "-c", "print(1)"]); c };
+    // The kernel's floor, no sandbox around it: only new user, mount and pid namespaces and a
+    // /proc (util-linux unshare, on the host's root), then the same plus a network namespace.
+    let ns = |net: bool| { let mut c = Command::new("unshare"); c.arg(if net { "-Urmpfn" } else { "-Urmpf" }).args(["--mount-proc", "/usr/bin/python3", "-c", "print(1)"]); c };
+    let floor = || ns(false);
+    let floor_net = || ns(true);
     let mut t: Vec<(String, Vec<Duration>)> = vec![
         ("host (no sandbox)".into(), vec![]),
         ("polysandbox".into(), vec![]),
         ("polysandbox --memory --pids --cpus".into(), vec![]),
         ("bwrap --unshare-all".into(), vec![]),
+        ("floor: unshare -Urmpf --mount-proc".into(), vec![]),
+        ("floor: the same, -n (a netns)".into(), vec![]),
     ];
     batch(&host);
     batch(&psb);
@@ -250,6 +276,8 @@ fn main() {
         t[1].1.push(batch(&psb));
         t[2].1.push(batch(&psb_lim));
         t[3].1.push(batch(&bw));
+        t[4].1.push(batch(&floor));
+        t[5].1.push(batch(&floor_net));
     }
     println!("\n64 x python3 -c 'print(1)', 8 at a time: total wall time per batch of 64 ({batches} batches, alternating)");
     println!("{:<34} {:>12} {:>20}", "tool", "median ms", "median / host");

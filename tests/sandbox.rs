@@ -437,16 +437,20 @@ fn sigkill_leaves_nothing_once_the_next_run_starts() {
     for m in modes() {
         let marker = format!("{}", 515_151 + unique());
         let mut c = m.command();
-        c.args(["run", "--memory=128M", "--timeout=60s", "--rootfs"]).arg(m.rootfs());
+        // All three limits: as root, a group in each v1 hierarchy (memory, pids, cpu).
+        c.args(["run", "--memory=128M", "--pids=64", "--cpus=1", "--timeout=60s", "--rootfs"]).arg(m.rootfs());
         c.args(["--", "/bin/sh", "-c"]).arg(format!("sleep {marker}"));
         let mut child = c.spawn().unwrap();
         assert!(eventually(10, || !processes_running(&format!("sleep {marker}")).is_empty()), "{m:?}");
         let pid = child.id();
+        if m == Mode::Root {
+            assert_eq!(polysandbox_cgroups(Some(pid)).len(), 3, "{m:?}: {:?}", polysandbox_cgroups(Some(pid)));
+        }
         // As the test user, setpriv execs polysandbox: same pid.
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(eventually(5, || processes_running(&format!("sleep {marker}")).is_empty()), "{m:?}: sandbox outlived its supervisor");
-        // Its cgroup (root) is swept by the next run.
+        // Its cgroups (root) are swept by the next run, whatever limits that one asks for.
         let o = m.run(&["--memory=64M"], &["true"]);
         assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
         assert!(polysandbox_cgroups(Some(pid)).is_empty(), "{m:?}: stale cgroup of {pid}: {:?}", polysandbox_cgroups(Some(pid)));

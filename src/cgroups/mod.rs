@@ -109,6 +109,20 @@ fn own_name() -> String {
     format!("{pid}-{}", start_time(pid).unwrap_or(0))
 }
 
+/// Whether the process that named a group `<pid>-<start>` still runs: the pid exists and
+/// started then (not a later process under a reused pid).
+fn alive(pid: u32, start: u64) -> bool {
+    let Ok(pid_t) = i32::try_from(pid) else { return false };
+    if pid_t == 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks. A pid that does not exist costs no /proc read.
+    if unsafe { libc::kill(pid_t, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    start_time(pid) == Some(start)
+}
+
 fn start_time(pid: u32) -> Option<u64> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let after = &stat[stat.rfind(')')? + 2..];
@@ -123,15 +137,18 @@ fn start_time(pid: u32) -> Option<u64> {
 /// one, and the next run in the same place removes it; for the next run *elsewhere* to find it,
 /// each parent is listed in a registry (one symlink per parent, so listing costs one syscall
 /// when already listed), and the first run in a new parent sweeps every other listed one.
-pub(crate) fn make_child(parent: &Path, name: &str) -> io::Result<PathBuf> {
-    sweep_stale(parent);
+///
+/// `sweep`: whether to sweep `parent` first (v1 sweeps only the memory hierarchy, see
+/// `v1::create`). Returns the new group and the names of the stale groups removed.
+pub(crate) fn make_child(parent: &Path, name: &str, sweep: bool) -> io::Result<(PathBuf, Vec<String>)> {
+    let removed = if sweep { sweep_stale(parent) } else { Vec::new() };
     let dir = parent.join(name);
     fs::create_dir(&dir).map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", dir.display())))?;
     // Listed only once we could make a group there: a cgroup we cannot write is not ours to sweep.
     if register(parent) {
         sweep_registered(parent);
     }
-    Ok(dir)
+    Ok((dir, removed))
 }
 
 /// The registry of parents: root's in /run, a user's in their runtime directory.
@@ -171,6 +188,7 @@ fn sweep_registered(me: &Path) {
         }
         if parent.is_dir() {
             sweep_stale(&parent);
+            // (each hierarchy's parent is listed, so each is swept in full here)
         } else {
             let _ = fs::remove_file(e.path());
         }
@@ -182,7 +200,7 @@ fn sweep_registered(me: &Path) {
 /// versions made in v1 hierarchies. For `polysandbox prune`. Returns how many groups went.
 pub fn sweep_everywhere() -> usize {
     fn walk(dir: &Path, depth: usize, v1: bool, removed: &mut usize) {
-        *removed += sweep_stale(dir);
+        *removed += sweep_stale(dir).len();
         if depth == 0 {
             return;
         }
@@ -218,18 +236,26 @@ fn parse_name(name: &str) -> Option<(u32, u64)> {
 }
 
 /// Removes the groups in `parent` of polysandbox processes that no longer exist (SIGKILLed
-/// before they could clean up). Live ones are left alone. Returns how many went.
-pub(crate) fn sweep_stale(parent: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(parent) else { return 0 };
-    let mut removed = 0;
+/// before they could clean up). Live ones are left alone. Returns the names of those that went.
+pub(crate) fn sweep_stale(parent: &Path) -> Vec<String> {
+    let Ok(entries) = fs::read_dir(parent) else { return Vec::new() };
+    let mut removed = Vec::new();
     for e in entries.flatten() {
-        let Some((pid, start)) = parse_name(&e.file_name().to_string_lossy()) else { continue };
-        if start_time(pid) != Some(start) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some((pid, start)) = parse_name(&name) else { continue };
+        if !alive(pid, start) {
             kill_and_remove(&e.path());
-            removed += 1;
+            removed.push(name);
         }
     }
     removed
+}
+
+/// Removes the groups `names` (stale, found so in another hierarchy) from `parent`.
+pub(crate) fn remove_stale(parent: &Path, names: &[String]) {
+    for n in names {
+        kill_and_remove(&parent.join(n));
+    }
 }
 
 /// SIGKILLs every process listed in `dir/cgroup.procs`, then removes `dir`, retrying while the

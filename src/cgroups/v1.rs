@@ -1,7 +1,7 @@
 //! The cgroup v1 backend: a directory per controller hierarchy, `polysandbox-<pid>-<start>`
 //! in the cgroup we run in (so an outer job's limits still hold).
 
-use super::{cpu, kill_and_remove, make_child, memory, pids, Group, Limits, Mounts, Unavailable, Usage};
+use super::{cpu, kill_and_remove, make_child, memory, pids, remove_stale, Group, Limits, Mounts, Unavailable, Usage};
 use std::io;
 use std::path::PathBuf;
 
@@ -12,11 +12,18 @@ pub struct V1Group {
     enforces: Limits,
 }
 
-fn make_dir(mounts: &Mounts, controller: &str, name: &str) -> Result<PathBuf, Unavailable> {
+/// Where our groups go in `controller`'s hierarchy: the cgroup we run in.
+fn parent(mounts: &Mounts, controller: &str) -> Result<PathBuf, Unavailable> {
     let (mp, own) = mounts
         .v1_for(controller)
         .ok_or_else(|| Unavailable(format!("no cgroup v1 {controller} hierarchy is mounted")))?;
-    make_child(&mp.join(own.trim_start_matches('/')), &format!("polysandbox-{name}")).map_err(|e| Unavailable(no_write(e)))
+    Ok(mp.join(own.trim_start_matches('/')))
+}
+
+/// The group in `controller`'s hierarchy, after sweeping it if `sweep`; and the stale groups
+/// the sweep removed.
+fn make_dir(mounts: &Mounts, controller: &str, name: &str, sweep: bool) -> Result<(PathBuf, Vec<String>), Unavailable> {
+    make_child(&parent(mounts, controller)?, &format!("polysandbox-{name}"), sweep).map_err(|e| Unavailable(no_write(e)))
 }
 
 fn no_write(e: io::Error) -> String {
@@ -29,21 +36,30 @@ fn no_write(e: io::Error) -> String {
 
 pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
     let mut g = V1Group { memory: None, pids: None, cpu: None, enforces: Limits::default() };
-    // The memory cgroup is always made: it measures peak memory and OOM kills.
-    let dir = make_dir(mounts, "memory", name)?;
+    // The memory cgroup is always made (first, and removed last): it measures peak memory and
+    // OOM kills.
+    // Only the memory hierarchy is swept (listed, each owner checked); a stale group in another
+    // hierarchy has one in memory too (made first, removed last), found there and removed by name
+    // from the others, whatever limits this run asks for.
+    let (dir, stale) = make_dir(mounts, "memory", name, true)?;
     g.memory = Some(dir.clone());
+    if !stale.is_empty() {
+        for p in ["pids", "cpu"].iter().filter_map(|c| parent(mounts, c).ok()) {
+            remove_stale(&p, &stale);
+        }
+    }
     if let Some(m) = limits.memory {
         memory::set_v1(&dir, m).map_err(|e| fail(&mut g, e))?;
         g.enforces.memory = Some(m);
     }
     if let Some(p) = limits.pids {
-        let dir = make_dir(mounts, "pids", name).map_err(|e| fail(&mut g, e.0))?;
+        let (dir, _) = make_dir(mounts, "pids", name, false).map_err(|e| fail(&mut g, e.0))?;
         g.pids = Some(dir.clone());
         pids::set(&dir, p).map_err(|e| fail(&mut g, e))?;
         g.enforces.pids = Some(p);
     }
     if let Some(c) = limits.cpus {
-        let dir = make_dir(mounts, "cpu", name).map_err(|e| fail(&mut g, e.0))?;
+        let (dir, _) = make_dir(mounts, "cpu", name, false).map_err(|e| fail(&mut g, e.0))?;
         g.cpu = Some(dir.clone());
         cpu::set_v1(&dir, c).map_err(|e| fail(&mut g, e))?;
         g.enforces.cpus = Some(c);
@@ -91,7 +107,8 @@ impl Group for V1Group {
         }
     }
     fn destroy(&mut self) {
-        for d in [self.memory.take(), self.pids.take(), self.cpu.take()].into_iter().flatten() {
+        // Memory last: a group left in another hierarchy always has its memory group beside it.
+        for d in [self.cpu.take(), self.pids.take(), self.memory.take()].into_iter().flatten() {
             kill_and_remove(&d);
         }
     }
