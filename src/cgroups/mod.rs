@@ -76,8 +76,33 @@ pub trait Group {
     /// Moves `pid` (an init that has reported and is only tearing down) out of the group, so
     /// that the group can be removed without waiting for it.
     fn park(&self, pid: i32);
+    /// Write-only fds with which a single-threaded child moves *itself* in (`enter`) and out
+    /// (`leave`) by writing "0", where the backend has them (v1 `tasks` files). Opened by us,
+    /// so the kernel checks our credentials, not the child's. A task that moves itself skips
+    /// the global lock `attach` and `park` take (a moved thread group needs
+    /// cgroup_threadgroup_rwsem, whose write side waits for an RCU grace period: 1-25 ms each
+    /// here, the largest single cost of a v1 start).
+    fn self_move_fds(&self) -> io::Result<Option<SelfMove>> {
+        Ok(None)
+    }
     /// Kills every process still in the group and removes it.
     fn destroy(&mut self);
+}
+
+/// See [`Group::self_move_fds`].
+pub struct SelfMove {
+    pub enter: Vec<std::os::fd::OwnedFd>,
+    pub leave: Vec<std::os::fd::OwnedFd>,
+}
+
+/// Opens `dir/file` write-only (close-on-exec).
+pub(crate) fn open_write(dir: &Path, file: &str) -> io::Result<std::os::fd::OwnedFd> {
+    let p = dir.join(file);
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .map(std::os::fd::OwnedFd::from)
+        .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", p.display())))
 }
 
 /// Why no cgroup could be had, for the "not enforced by cgroup" note.

@@ -106,6 +106,16 @@ impl Group for V1Group {
             }
         }
     }
+    fn self_move_fds(&self) -> io::Result<Option<super::SelfMove>> {
+        let mut m = super::SelfMove { enter: Vec::new(), leave: Vec::new() };
+        for d in self.dirs() {
+            m.enter.push(super::open_write(d, "tasks")?);
+            if let Some(parent) = d.parent() {
+                m.leave.push(super::open_write(parent, "tasks")?);
+            }
+        }
+        Ok(Some(m))
+    }
     fn destroy(&mut self) {
         // Memory last: a group left in another hierarchy always has its memory group beside it.
         for d in [self.cpu.take(), self.pids.take(), self.memory.take()].into_iter().flatten() {

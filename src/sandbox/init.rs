@@ -46,8 +46,13 @@ fn send(sock: RawFd, r: &InitReport) {
 /// The init's whole life. Never returns.
 pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let sock_fd = sock.as_raw_fd();
-    let code = match setup_and_run(plan, sock_fd) {
+    // Into the sandbox's cgroup before anything else (v1, where we move ourselves).
+    let entered = move_self(&plan.cgroup_enter);
+    let code = match setup_and_run(plan, sock_fd, entered) {
         Ok(report) => {
+            // Out of it, so that the supervisor can remove it while we tear our namespaces
+            // down (every process of the sandbox is reaped by now).
+            let _ = move_self(&plan.cgroup_leave);
             send(sock_fd, &report);
             // Stay (not exiting: an exiting task cannot be moved) until the supervisor has
             // moved us out of the sandbox's cgroup and closed its end.
@@ -63,7 +68,23 @@ pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
+/// Moves this (single-threaded) process by writing "0" to each cgroup `tasks` fd, then closes
+/// them.
+fn move_self(fds: &[i32]) -> Result<(), String> {
+    let mut res = Ok(());
+    for &fd in fds {
+        // SAFETY: write of a 1-byte buffer to an fd the supervisor opened for us; then close it.
+        let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+        if n != 1 && res.is_ok() {
+            res = Err(format!("cannot move the sandbox into its cgroup: {}", std::io::Error::last_os_error()));
+        }
+        // SAFETY: our copy, not used again.
+        unsafe { libc::close(fd) };
+    }
+    res
+}
+
+fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Result<InitReport, String> {
     // Every signal stays pending until the wait loop takes it: a SIGCHLD that arrived
     // unblocked would be discarded, and a fast command's exit lost.
     // SAFETY: sigset operations on a local set; prctl with integer arguments.
@@ -80,6 +101,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd) -> Result<InitReport, String> {
         _ => unsafe { libc::_exit(exit::ERROR) },
     };
     super::trace::step("init: go received");
+    entered?;
     // Become the namespace's root (as root-run, our host uid 0 is not mapped inside).
     nix::unistd::setresgid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresgid: {e}"))?;
     if !plan.rootless {

@@ -166,6 +166,10 @@ pub(crate) struct Plan<'a> {
     /// Whether each bind source is a directory, decided here: the init may not be allowed to
     /// look at it (as root, it runs as the sandbox's unprivileged host uid).
     pub bind_is_dir: Vec<bool>,
+    /// Where the cgroup backend lets the init move itself (v1): the fds it writes "0" to,
+    /// into its cgroup first thing, and out of it once the command is reaped.
+    pub cgroup_enter: Vec<i32>,
+    pub cgroup_leave: Vec<i32>,
 }
 
 /// Runs `spec` to completion and reports what happened.
@@ -201,6 +205,9 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
     };
 
+    // v1: the init moves itself in and out (see `Group::self_move_fds`); if the files cannot be
+    // opened, the supervisor moves it as v2 does.
+    let self_move = cgroup.as_ref().and_then(|g| g.self_move_fds().ok().flatten());
     trace::step("cgroup ready");
     // 4. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
     let (sup_sock, init_sock) = socketpair()?;
@@ -220,6 +227,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         self_exe: self_exe_id(),
         out_pipes: out_write.as_ref().map(|w| [w[0].as_raw_fd(), w[1].as_raw_fd()]),
         bind_is_dir: spec.binds.iter().map(|b| b.source.is_dir()).collect(),
+        cgroup_enter: self_move.iter().flat_map(|m| m.enter.iter().map(|f| f.as_raw_fd())).collect(),
+        cgroup_leave: self_move.iter().flat_map(|m| m.leave.iter().map(|f| f.as_raw_fd())).collect(),
     };
 
     // 5. Signals the supervisor handles come through a signalfd; block them before the clone
@@ -245,10 +254,13 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     drop(init_sock);
     drop(plan);
     drop(out_write);
+    let self_moving = self_move.is_some();
+    drop(self_move);
     let child = monitor::Child { pid, pidfd };
 
     // 7. Id maps, cgroup attach, idmapped trees; then release the init.
-    let fds = match prepare_child(&child, spec, &rootfs, rootless, cgroup.as_deref()) {
+    let attach = if self_moving { None } else { cgroup.as_deref() };
+    let fds = match prepare_child(&child, spec, &rootfs, rootless, attach) {
         Ok(f) => f,
         Err(e) => {
             child.kill_and_reap();
@@ -273,7 +285,9 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let usage = cgroup.as_ref().map(|g| g.usage()).unwrap_or_default();
     let cgroup_kind = cgroup.as_ref().map(|g| g.kind());
     if let Some(g) = cgroup.as_mut() {
-        if outcome.init_running {
+        // (A self-moving init left on its own before reporting; if it could not, destroy kills
+        // it, which costs nothing now that it has reported.)
+        if outcome.init_running && !self_moving {
             g.park(child.pid);
         }
         g.destroy();
@@ -332,7 +346,8 @@ fn check_target(t: &str, opt: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Steps 7a-c: maps, cgroup, trees. Returns the fds to hand to the init.
+/// Steps 7a-c: maps, cgroup (`cgroup`: the group to move the child into, unless it moves
+/// itself), trees. Returns the fds to hand to the init.
 fn prepare_child(
     child: &monitor::Child,
     spec: &Spec,
