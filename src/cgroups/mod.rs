@@ -5,8 +5,9 @@
 //!   a delegated subtree (the closest writable ancestor of our own cgroup that has controllers).
 //!   The child is started directly in its cgroup with `CLONE_INTO_CGROUP`.
 //! - `v1`: one directory per controller hierarchy (legacy and hybrid hosts), nested under the
-//!   cgroup polysandbox itself runs in, so an outer job's limits still hold. The child is
-//!   attached before it is released, so it never runs outside its cgroup.
+//!   cgroup polysandbox itself runs in, so an outer job's limits still hold. The child moves
+//!   itself in as its first step, before it waits to be released (`Group::self_move_fds`), so
+//!   it never runs anything outside its cgroup.
 //!
 //! On a hybrid host (v1 controllers plus an empty cgroup2 tree) the v1 backend is used: the
 //! controllers are where the limits are. Where neither is usable (rootless on v1, no
