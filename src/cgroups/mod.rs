@@ -82,7 +82,8 @@ pub trait Group {
     /// so the kernel checks our credentials, not the child's. A task that moves itself skips
     /// the global lock `attach` and `park` take (a moved thread group needs
     /// cgroup_threadgroup_rwsem, whose write side waits for an RCU grace period: 1-25 ms each
-    /// here, the largest single cost of a v1 start).
+    /// here, the largest single cost of a v1 start). The fds are close-on-exec, and the
+    /// command closes every fd above 2 besides: nothing inside can keep one to leave its group.
     fn self_move_fds(&self) -> io::Result<Option<SelfMove>> {
         Ok(None)
     }

@@ -36,11 +36,10 @@ fn no_write(e: io::Error) -> String {
 
 pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
     let mut g = V1Group { memory: None, pids: None, cpu: None, enforces: Limits::default() };
-    // The memory cgroup is always made (first, and removed last): it measures peak memory and
-    // OOM kills.
-    // Only the memory hierarchy is swept (listed, each owner checked); a stale group in another
-    // hierarchy has one in memory too (made first, removed last), found there and removed by name
-    // from the others, whatever limits this run asks for.
+    // The memory cgroup is always made, first, and removed last: it measures peak memory and
+    // OOM kills. So only the memory hierarchy is swept (listed, each owner checked): a stale
+    // group in another hierarchy has one in memory too, and goes by name from the others,
+    // whatever limits this run asks for.
     let (dir, stale) = make_dir(mounts, "memory", name, true)?;
     g.memory = Some(dir.clone());
     if !stale.is_empty() {

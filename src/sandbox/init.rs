@@ -54,8 +54,8 @@ pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
             // down (every process of the sandbox is reaped by now).
             let _ = move_self(&plan.cgroup_leave);
             send(sock_fd, &report);
-            // Stay (not exiting: an exiting task cannot be moved) until the supervisor has
-            // moved us out of the sandbox's cgroup and closed its end.
+            // Stay until the supervisor closes its end: where we could not move ourselves out
+            // (v2), it moves us, and an exiting task cannot be moved.
             let _ = sys::recv_msg(sock_fd);
             0
         }
