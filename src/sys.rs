@@ -225,16 +225,18 @@ pub fn send_msg(sock: RawFd, data: &[u8], fds: &[RawFd]) -> io::Result<()> {
     }
 }
 
-/// Receives one message (at most 16 KiB: reports and error lines) and up to 16 fds.
-/// Ok(None) on EOF.
+/// The most fds one SCM_RIGHTS message carries (the kernel's SCM_MAX_FD).
+pub const MAX_FDS: usize = 253;
+
+/// Receives one message (at most 64 KiB: reports, error lines, a seccomp program) and up to
+/// [`MAX_FDS`] fds. Ok(None) on EOF; an error if the message or its fds did not fit.
 pub fn recv_msg(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
     // Not zeroed: the kernel writes what we read, and only that is used.
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
+    let mut buf: Vec<u8> = Vec::with_capacity(64 * 1024);
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as *mut libc::c_void, iov_len: buf.capacity() };
     // SAFETY: pure computation.
-    let space = unsafe { libc::CMSG_SPACE(16 * 4) } as usize;
-    let mut cbuf = [0u8; 128];
-    debug_assert!(space <= cbuf.len());
+    let space = unsafe { libc::CMSG_SPACE((MAX_FDS * 4) as u32) } as usize;
+    let mut cbuf = vec![0u8; space];
     // SAFETY: plain data.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
@@ -260,6 +262,9 @@ pub fn recv_msg(sock: RawFd) -> io::Result<Option<(Vec<u8>, Vec<OwnedFd>)>> {
             }
             h = libc::CMSG_NXTHDR(&msg, h);
         }
+    }
+    if msg.msg_flags & (libc::MSG_TRUNC | libc::MSG_CTRUNC) != 0 {
+        return Err(io::Error::other("a message between supervisor and init was cut short"));
     }
     if n == 0 && fds.is_empty() {
         return Ok(None);

@@ -119,6 +119,27 @@ fn bind_mounts_read_write_and_read_only() {
 }
 
 #[test]
+fn many_binds_are_all_mapped_and_writable() {
+    // As root each bind is an idmapped tree handed to the init in one message: past 16 fds they
+    // used to be cut off, and the later binds came in unmapped (owned by nobody, not writable).
+    for m in modes() {
+        let dirs: Vec<_> = (0..40).map(|i| m.owned_dir(&format!("many-{i}"))).collect();
+        let vols: Vec<String> = dirs.iter().enumerate().map(|(i, d)| format!("{}:/b/{i}", d.display())).collect();
+        let mut opts: Vec<&str> = vols.iter().flat_map(|v| ["-v", v.as_str()]).collect();
+        let script = "for i in $(seq 0 39); do echo $i > /b/$i/out || exit 1; done; stat -c %u /b/39";
+        let o = m.run(&opts, &sh(script));
+        assert_eq!(stdout(&o), "0\n", "{m:?}: {}", stderr(&o));
+        assert!(dirs.iter().enumerate().all(|(i, d)| std::fs::read_to_string(d.join("out")).unwrap() == format!("{i}\n")), "{m:?}");
+        // More than one message can carry is refused up front.
+        let extra: Vec<String> = (0..253).map(|i| format!("{}:/x/{i}", dirs[0].display())).collect();
+        opts = extra.iter().flat_map(|v| ["-v", v.as_str()]).collect();
+        let o = m.run(&opts, &["/bin/true"]);
+        assert_eq!(o.status.code(), Some(125), "{m:?}");
+        assert!(stderr(&o).contains("at most 252"), "{m:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn tmpfs_with_size() {
     for m in modes() {
         let o = m.run(&["--tmpfs", "/scratch:size=1M"], &sh("df -k /scratch | tail -1; dd if=/dev/zero of=/scratch/f bs=1k count=2048 2>&1; echo rc=$?"));

@@ -5,9 +5,9 @@
 //!   a delegated subtree (the closest writable ancestor of our own cgroup that has controllers).
 //!   The child is started directly in its cgroup with `CLONE_INTO_CGROUP`.
 //! - `v1`: one directory per controller hierarchy (legacy and hybrid hosts), nested under the
-//!   cgroup polysandbox itself runs in, so an outer job's limits still hold. The child moves
-//!   itself in as its first step, before it waits to be released (`Group::self_move_fds`), so
-//!   it never runs anything outside its cgroup.
+//!   cgroup polysandbox itself runs in, so an outer job's limits still hold. The group is made
+//!   while the child builds its root filesystem, and the child moves itself in before it starts
+//!   the command (`Group::self_move_fds`), so nothing of the command runs outside it.
 //!
 //! On a hybrid host (v1 controllers plus an empty cgroup2 tree) the v1 backend is used: the
 //! controllers are where the limits are. Where neither is usable (rootless on v1, no
@@ -111,21 +111,41 @@ pub(crate) fn open_write(dir: &Path, file: &str) -> io::Result<std::os::fd::Owne
 #[derive(Debug)]
 pub struct Unavailable(pub String);
 
-/// Creates the cgroup for one sandbox, or says why none can be had.
-pub fn create(manager: Manager, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
-    if manager == Manager::None {
-        return Err(Unavailable("cgroups disabled (--cgroup-manager none)".into()));
+/// The backend a sandbox's cgroup will come from, chosen from the mounts (read once).
+pub struct Backend {
+    manager: Manager,
+    mounts: Mounts,
+}
+
+/// Looks at what the machine offers for `manager`.
+pub fn choose(manager: Manager) -> Backend {
+    let mounts = if manager == Manager::None { Mounts { v1: Vec::new(), v2: None, own: Vec::new() } } else { Mounts::read() };
+    Backend { manager, mounts }
+}
+
+impl Backend {
+    /// Whether the group will be v2, which starts the child in it (`CLONE_INTO_CGROUP`): then
+    /// it must exist before the clone. A v1 group can be made while the child gets ready.
+    pub fn clones_into(&self) -> bool {
+        match self.manager {
+            Manager::V2 => true,
+            Manager::Auto => self.mounts.unified_is_root(),
+            Manager::V1 | Manager::None => false,
+        }
     }
-    let name = own_name();
-    let mounts = Mounts::read();
-    match manager {
-        Manager::None => unreachable!(),
-        Manager::V1 => v1::create(&mounts, &name, limits),
-        Manager::V2 => v2::create(&mounts, &name, limits),
-        // Hybrid and v1 hosts keep their controllers in v1; a v2 group there is used only when
-        // v1 is unusable (its limits then fall back per limit, see `Group::enforces`).
-        Manager::Auto if mounts.unified_is_root() => v2::create(&mounts, &name, limits),
-        Manager::Auto => v1::create(&mounts, &name, limits).or_else(|e1| v2::create(&mounts, &name, limits).map_err(|_| e1)),
+
+    /// Creates the cgroup for one sandbox, or says why none can be had.
+    pub fn create(&self, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
+        let (mounts, name) = (&self.mounts, own_name());
+        match self.manager {
+            Manager::None => Err(Unavailable("cgroups disabled (--cgroup-manager none)".into())),
+            Manager::V1 => v1::create(mounts, &name, limits),
+            Manager::V2 => v2::create(mounts, &name, limits),
+            // Hybrid and v1 hosts keep their controllers in v1; a v2 group there is used only
+            // when v1 is unusable (its limits then fall back per limit, see `Group::enforces`).
+            Manager::Auto if mounts.unified_is_root() => v2::create(mounts, &name, limits),
+            Manager::Auto => v1::create(mounts, &name, limits).or_else(|e1| v2::create(mounts, &name, limits).map_err(|_| e1)),
+        }
     }
 }
 

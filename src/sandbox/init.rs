@@ -1,12 +1,13 @@
 //! The init (pid 1 of the sandbox) and the command it starts.
 //!
 //! The init's steps, in order: die with the supervisor; wait for its go (and the mount trees);
-//! become root of the user namespace; enter a new cgroup namespace; build the filesystem and
-//! pivot into it; become undumpable (so nothing inside can reach /proc/1/exe, our host binary,
-//! or our fds); fork the command; then reap, forward the supervisor's signals, run the
-//! watchdogs, and report how the command ended.
+//! become root of the user namespace; build the filesystem and pivot into it; become
+//! undumpable (so nothing inside can reach /proc/1/exe, our host binary, or our fds); take
+//! what the supervisor prepared meanwhile (seccomp filter, fallbacks, cgroup), move into the
+//! cgroup and enter a new cgroup namespace; fork the command; then reap, forward the
+//! supervisor's signals, run the watchdogs, and report how the command ended.
 
-use super::{exit, mounts, Plan};
+use super::{exit, mounts, Late, Plan};
 use crate::sys;
 use serde::{Deserialize, Serialize};
 use std::ffi::CString;
@@ -46,13 +47,12 @@ fn send(sock: RawFd, r: &InitReport) {
 /// The init's whole life. Never returns.
 pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let sock_fd = sock.as_raw_fd();
-    // Into the sandbox's cgroup before anything else (v1, where we move ourselves).
-    let entered = move_self(&plan.cgroup_enter);
-    let code = match setup_and_run(plan, sock_fd, entered) {
+    let mut leave = Vec::new();
+    let code = match setup_and_run(plan, sock_fd, &mut leave) {
         Ok(report) => {
-            // Out of it, so that the supervisor can remove it while we tear our namespaces
-            // down (every process of the sandbox is reaped by now).
-            let _ = move_self(&plan.cgroup_leave);
+            // Out of the cgroup, so that the supervisor can remove it while we tear our
+            // namespaces down (every process of the sandbox is reaped by now).
+            let _ = move_self(leave);
             send(sock_fd, &report);
             // Stay until the supervisor closes its end: where we could not move ourselves out
             // (v2), it moves us, and an exiting task cannot be moved.
@@ -70,21 +70,20 @@ pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
 
 /// Moves this (single-threaded) process by writing "0" to each cgroup `tasks` fd, then closes
 /// them.
-fn move_self(fds: &[i32]) -> Result<(), String> {
+fn move_self(fds: Vec<OwnedFd>) -> Result<(), String> {
     let mut res = Ok(());
-    for &fd in fds {
-        // SAFETY: write of a 1-byte buffer to an fd the supervisor opened for us; then close it.
-        let n = unsafe { libc::write(fd, b"0".as_ptr().cast(), 1) };
+    for fd in fds {
+        // SAFETY: write of a 1-byte buffer to an fd the supervisor opened for us.
+        let n = unsafe { libc::write(fd.as_raw_fd(), b"0".as_ptr().cast(), 1) };
         if n != 1 && res.is_ok() {
             res = Err(format!("cannot move the sandbox into its cgroup: {}", std::io::Error::last_os_error()));
         }
-        // SAFETY: our copy, not used again.
-        unsafe { libc::close(fd) };
     }
     res
 }
 
-fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Result<InitReport, String> {
+/// `leave`: where the fds to leave the cgroup by go, once we have them.
+fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<InitReport, String> {
     // Every signal stays pending until the wait loop takes it: a SIGCHLD that arrived
     // unblocked would be discarded, and a fast command's exit lost.
     // SAFETY: sigset operations on a local set; prctl with integer arguments.
@@ -101,7 +100,6 @@ fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Resul
         _ => unsafe { libc::_exit(exit::ERROR) },
     };
     super::trace::step("init: go received");
-    entered?;
     // Become the namespace's root (as root-run, our host uid 0 is not mapped inside).
     nix::unistd::setresgid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresgid: {e}"))?;
     if !plan.rootless {
@@ -118,16 +116,27 @@ fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Resul
             libc::_exit(exit::ERROR);
         }
     }
-    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).map_err(|e| format!("unshare cgroup namespace: {e}"))?;
-
-    super::trace::step("init: ids set, cgroup ns entered");
+    super::trace::step("init: ids set");
     let scratch = mounts::setup(plan.spec, &plan.rootfs, trees, &plan.bind_is_dir)?;
     super::trace::step("init: root built and pivoted");
     // SAFETY: prctl with integer arguments.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
 
+    // What the supervisor prepared meanwhile; EOF means it died.
+    let mut late = match sys::recv_msg(sock) {
+        Ok(Some((data, fds))) => Late::parse(&data, fds)?,
+        // SAFETY: the kernel removes our mounts with our namespaces.
+        _ => unsafe { libc::_exit(exit::ERROR) },
+    };
+    // Into the cgroup (v1, where we move ourselves; else the supervisor has moved us), then a
+    // cgroup namespace rooted there: the command sees its own group as "/".
+    move_self(std::mem::take(&mut late.cgroup_enter))?;
+    *leave = std::mem::take(&mut late.cgroup_leave);
+    nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP).map_err(|e| format!("unshare cgroup namespace: {e}"))?;
+    super::trace::step("init: in its cgroup, cgroup ns entered");
+
     let exec = ExecPlan::new(plan)?;
-    let cmd = spawn(&exec, plan, sock)?;
+    let cmd = spawn(&exec, plan, &late, sock)?;
     // The output pipes are the command's: the supervisor sees them close when the last of the
     // command's processes is gone, not when the init is.
     if let Some(fds) = plan.out_pipes {
@@ -137,7 +146,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Resul
         }
     }
     super::trace::step("init: command forked");
-    let mut report = supervise(plan, cmd);
+    let mut report = supervise(plan, &late, cmd);
     super::trace::step("init: command reaped");
     if let Ok(st) = nix::sys::statfs::fstatfs(&scratch) {
         let bs = st.block_size() as u64;
@@ -150,20 +159,21 @@ fn setup_and_run(plan: &Plan, sock: RawFd, entered: Result<(), String>) -> Resul
 /// Starts the command as posix_spawn does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of its
 /// own, so that neither the page tables are copied nor pages faulted in twice; the init sleeps
 /// until the child has exec'd (or failed and exited).
-fn spawn(exec: &ExecPlan, plan: &Plan, sock: RawFd) -> Result<i32, String> {
+fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<i32, String> {
     struct Ctx<'a> {
         exec: &'a ExecPlan,
         plan: &'a Plan<'a>,
+        late: &'a Late,
         sock: RawFd,
     }
     extern "C" fn entry(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: arg is the Ctx below, alive while the parent is suspended (CLONE_VFORK).
         let ctx = unsafe { &*(arg as *const Ctx) };
-        ctx.exec.run(ctx.plan, ctx.sock)
+        ctx.exec.run(ctx.plan, ctx.late, ctx.sock)
     }
     const STACK: usize = 512 * 1024;
     let mut stack = vec![0u8; STACK];
-    let ctx = Ctx { exec, plan, sock };
+    let ctx = Ctx { exec, plan, late, sock };
     // SAFETY: the stack is ours and outlives the child's use of it (the parent resumes only
     // after the child exec'd or exited); the stack grows down from its end, 16-byte aligned.
     let pid = unsafe {
@@ -177,10 +187,10 @@ fn spawn(exec: &ExecPlan, plan: &Plan, sock: RawFd) -> Result<i32, String> {
 }
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
-fn supervise(plan: &Plan, cmd: i32) -> InitReport {
+fn supervise(plan: &Plan, late: &Late, cmd: i32) -> InitReport {
     let mut report = InitReport::default();
     let limits = &plan.spec.limits;
-    let mut watch = Watchdog::new(plan);
+    let mut watch = Watchdog::new(plan, late);
     // SAFETY: sigset operations on a local set (all signals are blocked since the start).
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe { libc::sigfillset(&mut all) };
@@ -291,11 +301,11 @@ struct Watchdog {
 }
 
 impl Watchdog {
-    fn new(plan: &Plan) -> Watchdog {
+    fn new(plan: &Plan, late: &Late) -> Watchdog {
         Watchdog {
-            memory: plan.fallbacks.memory_watchdog,
+            memory: late.fallbacks.memory_watchdog,
             cpu_time: plan.spec.limits.cpu_time.map(|d| d.as_secs_f64()),
-            pids: plan.fallbacks.pids_rlimit,
+            pids: late.fallbacks.pids_rlimit,
             rss_peak: 0,
             tasks_peak: 0,
             cpu_seconds: 0.0,
@@ -397,7 +407,7 @@ impl ExecPlan {
     }
 
     /// In the command's process: from init's child to the command. Never returns.
-    fn run(&self, plan: &Plan, sock: RawFd) -> ! {
+    fn run(&self, plan: &Plan, late: &Late, sock: RawFd) -> ! {
         let fail = |code: i32, msg: String| -> ! {
             let line = format!("polysandbox: {msg}\n");
             let _ = sys::write_all(2, line.as_bytes());
@@ -428,10 +438,10 @@ impl ExecPlan {
                 fail(exit::ERROR, format!("--nofile {n}: {}", std::io::Error::last_os_error()));
             }
         }
-        if let Some(n) = plan.fallbacks.pids_rlimit {
+        if let Some(n) = late.fallbacks.pids_rlimit {
             set(libc::RLIMIT_NPROC, n);
         }
-        if let Some(cpus) = &plan.fallbacks.cpu_affinity {
+        if let Some(cpus) = &late.fallbacks.cpu_affinity {
             let mut cs = nix::sched::CpuSet::new();
             for &c in cpus {
                 let _ = cs.set(c);
@@ -471,7 +481,7 @@ impl ExecPlan {
         // No fd of ours crosses into the command (CVE-2024-21626).
         // SAFETY: close_range on our own fd table.
         unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
-        if let Some(p) = &plan.seccomp {
+        if let Some(p) = &late.seccomp {
             if let Err(e) = p.install() {
                 fail(exit::ERROR, format!("seccomp: {e}"));
             }

@@ -2,12 +2,15 @@
 //! a copy-on-write overlay of a root filesystem, with limits, seccomp and a usage record.
 //!
 //! Three processes take part:
-//! - the **supervisor** (this process, on the host): creates the cgroup, clones the init into
-//!   new namespaces, writes its id maps, hands it the (idmapped) mount trees, then watches the
-//!   wall clock, the output and signals until the init exits;
-//! - the **init** (pid 1 inside): builds the root filesystem, pivots into it, forks the command,
-//!   reaps, forwards signals, runs the CPU-time and fallback watchdogs, and reports how the
-//!   command ended. When it exits the kernel kills everything left in the pid namespace;
+//! - the **supervisor** (this process, on the host): clones the init into new namespaces
+//!   (into its cgroup, v2), writes its id maps, hands it the (idmapped) mount trees; then,
+//!   while the init builds its root, compiles the seccomp filter and makes the cgroup (v1) and
+//!   hands those over too; then watches the wall clock, the output and signals until the init
+//!   exits;
+//! - the **init** (pid 1 inside): builds the root filesystem, pivots into it, moves into its
+//!   cgroup, forks the command, reaps, forwards signals, runs the CPU-time and fallback
+//!   watchdogs, and reports how the command ended. When it exits the kernel kills everything
+//!   left in the pid namespace;
 //! - the **command**, exec'd by a child of the init after dropping capabilities, setting
 //!   rlimits, no_new_privs, closing every fd above 2 and loading the seccomp filter.
 //!
@@ -158,18 +161,78 @@ pub(crate) struct Plan<'a> {
     pub spec: &'a Spec,
     pub rootfs: std::ffi::CString,
     pub rootless: bool,
-    pub seccomp: Option<seccomp::Program>,
-    pub fallbacks: Fallbacks,
     pub self_exe: (u64, u64),
     /// Write ends of the stdout and stderr pipes when the output is counted.
     pub out_pipes: Option<[i32; 2]>,
     /// Whether each bind source is a directory, decided here: the init may not be allowed to
     /// look at it (as root, it runs as the sandbox's unprivileged host uid).
     pub bind_is_dir: Vec<bool>,
+}
+
+/// What the init receives after its go, while it builds the root filesystem: the supervisor
+/// compiles the seccomp filter and (v1) makes the cgroup meanwhile, on the other CPU where
+/// there is one. The init reads it before it starts the command.
+#[derive(Default)]
+pub(crate) struct Late {
+    pub seccomp: Option<seccomp::Program>,
+    pub fallbacks: Fallbacks,
     /// Where the cgroup backend lets the init move itself (v1): the fds it writes "0" to,
-    /// into its cgroup first thing, and out of it once the command is reaped.
-    pub cgroup_enter: Vec<i32>,
-    pub cgroup_leave: Vec<i32>,
+    /// into its cgroup before the command starts, and out of it once the command is reaped.
+    pub cgroup_enter: Vec<OwnedFd>,
+    pub cgroup_leave: Vec<OwnedFd>,
+}
+
+impl Late {
+    /// One message: a small header (the counts and the fallbacks), then the seccomp program.
+    fn send(&self, sock: i32) -> std::io::Result<()> {
+        let f = &self.fallbacks;
+        let affinity: Vec<String> = f.cpu_affinity.iter().flatten().map(|c| c.to_string()).collect();
+        let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
+        let header = format!(
+            "{} {} {} {} {}\n",
+            self.cgroup_enter.len(),
+            opt(f.memory_watchdog),
+            opt(f.pids_rlimit),
+            if f.cpu_affinity.is_some() { affinity.join(",") } else { "-".into() },
+            if self.seccomp.is_some() { "seccomp" } else { "unconfined" },
+        );
+        let mut data = header.into_bytes();
+        if let Some(p) = &self.seccomp {
+            data.extend_from_slice(&p.to_bytes());
+        }
+        let fds: Vec<i32> = self.cgroup_enter.iter().chain(&self.cgroup_leave).map(|f| f.as_raw_fd()).collect();
+        sys::send_msg(sock, &data, &fds)
+    }
+
+    fn parse(data: &[u8], mut fds: Vec<OwnedFd>) -> Result<Late, String> {
+        let bad = || "a malformed message from the supervisor".to_string();
+        let nl = data.iter().position(|&b| b == b'\n').ok_or_else(bad)?;
+        let header = std::str::from_utf8(&data[..nl]).map_err(|_| bad())?;
+        let w: Vec<&str> = header.split(' ').collect();
+        let [enter, memory, pids, cpus, filter] = w[..] else { return Err(bad()) };
+        let opt = |v: &str| if v == "-" { Ok(None) } else { v.parse::<u64>().map(Some).map_err(|_| bad()) };
+        let enter: usize = enter.parse().map_err(|_| bad())?;
+        if enter > fds.len() {
+            return Err(bad());
+        }
+        let cpu_affinity = if cpus == "-" {
+            None
+        } else {
+            Some(cpus.split(',').map(|c| c.parse::<usize>().map_err(|_| bad())).collect::<Result<Vec<_>, _>>()?)
+        };
+        let seccomp = match filter {
+            "seccomp" => Some(seccomp::Program::from_bytes(&data[nl + 1..]).ok_or_else(bad)?),
+            "unconfined" => None,
+            _ => return Err(bad()),
+        };
+        let leave = fds.split_off(enter);
+        Ok(Late {
+            seccomp,
+            fallbacks: Fallbacks { memory_watchdog: opt(memory)?, pids_rlimit: opt(pids)?, cpu_affinity },
+            cgroup_enter: fds,
+            cgroup_leave: leave,
+        })
+    }
 }
 
 /// Runs `spec` to completion and reports what happened.
@@ -184,32 +247,16 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // SAFETY: geteuid cannot fail.
     let rootless = unsafe { libc::geteuid() } != 0;
 
-    // 2. Compile the seccomp filter (a bad profile is the user's error, reported now).
-    let seccomp = match &spec.seccomp {
-        Seccomp::Unconfined => None,
-        Seccomp::Default => Some(seccomp::compile(seccomp::DEFAULT_PROFILE, seccomp::Arch::native())?),
-        Seccomp::Profile(json) => Some(seccomp::compile(json, seccomp::Arch::native())?),
-    };
-
-    trace::step("validated, seccomp compiled");
-    // 3. A cgroup for the limits and the measurements; what it cannot hold falls back.
+    // 2. The cgroup, now only where the init is cloned straight into it (v2); otherwise
+    //    (v1) it is made after the init is released, while the init builds its root.
     let cg_limits = cgroups::Limits { memory: spec.limits.memory, cpus: spec.limits.cpus, pids: spec.limits.pids };
-    let (mut cgroup, cgroup_note) = match cgroups::create(spec.cgroup_manager, &cg_limits) {
-        Ok(g) => (Some(g), None),
-        Err(why) => (None, Some(why.0)),
-    };
-    let held = cgroup.as_ref().map(|g| g.enforces().clone()).unwrap_or_default();
-    let fallbacks = Fallbacks {
-        memory_watchdog: spec.limits.memory.filter(|_| held.memory.is_none()),
-        pids_rlimit: spec.limits.pids.filter(|_| held.pids.is_none()),
-        cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
-    };
+    let backend = cgroups::choose(spec.cgroup_manager);
+    let mut early = None;
+    if backend.clones_into() {
+        early = Some(backend.create(&cg_limits));
+    }
 
-    // v1: the init moves itself in and out (see `Group::self_move_fds`); if the files cannot be
-    // opened, the supervisor moves it as v2 does.
-    let self_move = cgroup.as_ref().and_then(|g| g.self_move_fds().ok().flatten());
-    trace::step("cgroup ready");
-    // 4. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
+    // 3. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
     let (sup_sock, init_sock) = socketpair()?;
     let (out_read, out_write) = match spec.limits.output {
         Some(_) => {
@@ -222,25 +269,21 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         spec,
         rootfs: sys::cpath(&rootfs),
         rootless,
-        seccomp,
-        fallbacks: fallbacks.clone(),
         self_exe: self_exe_id(),
         out_pipes: out_write.as_ref().map(|w| [w[0].as_raw_fd(), w[1].as_raw_fd()]),
         bind_is_dir: spec.binds.iter().map(|b| b.source.is_dir()).collect(),
-        cgroup_enter: self_move.iter().flat_map(|m| m.enter.iter().map(|f| f.as_raw_fd())).collect(),
-        cgroup_leave: self_move.iter().flat_map(|m| m.leave.iter().map(|f| f.as_raw_fd())).collect(),
     };
 
-    // 5. Signals the supervisor handles come through a signalfd; block them before the clone
+    // 4. Signals the supervisor handles come through a signalfd; block them before the clone
     //    so none is lost (the init inherits the mask and waits for them itself).
     let sigfd = monitor::SignalFd::new()?;
 
-    // 6. Clone the init into its namespaces (in its cgroup already where v2 allows).
+    // 5. Clone the init into its namespaces (and its cgroup, v2).
     let mut flags = (libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC | libc::CLONE_NEWUTS) as u64;
     if spec.network == Network::None {
         flags |= libc::CLONE_NEWNET as u64;
     }
-    let cg_fd = cgroup.as_ref().and_then(|g| g.clone_into_fd());
+    let cg_fd = early.as_ref().and_then(|g| g.as_ref().ok()).and_then(|g| g.clone_into_fd());
     let (pid, pidfd) = match sys::clone3(flags, cg_fd) {
         Ok((0, _)) => {
             drop(sup_sock);
@@ -254,13 +297,10 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     drop(init_sock);
     drop(plan);
     drop(out_write);
-    let self_moving = self_move.is_some();
-    drop(self_move);
     let child = monitor::Child { pid, pidfd };
 
-    // 7. Id maps, cgroup attach, idmapped trees; then release the init.
-    let attach = if self_moving { None } else { cgroup.as_deref() };
-    let fds = match prepare_child(&child, spec, &rootfs, rootless, attach) {
+    // 6. Id maps and idmapped trees; then release the init.
+    let fds = match prepare_child(&child, spec, &rootfs, rootless) {
         Ok(f) => f,
         Err(e) => {
             child.kill_and_reap();
@@ -274,6 +314,48 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     }
     drop(fds);
     trace::step("released the init");
+
+    // 7. While the init builds its root: the seccomp filter (a bad profile is the user's
+    //    error, and kills the init), the cgroup (v1) and what falls back where it cannot hold
+    //    a limit; then the init gets them, and only then starts the command.
+    let seccomp = match &spec.seccomp {
+        Seccomp::Unconfined => Ok(None),
+        Seccomp::Default => seccomp::compile(seccomp::DEFAULT_PROFILE, seccomp::Arch::native()).map(Some),
+        Seccomp::Profile(json) => seccomp::compile(json, seccomp::Arch::native()).map(Some),
+    };
+    let seccomp = match seccomp {
+        Ok(p) => p,
+        Err(e) => {
+            child.kill_and_reap();
+            return Err(Error(e));
+        }
+    };
+    let cloned_into = cg_fd.is_some();
+    let (mut cgroup, cgroup_note) = match early.unwrap_or_else(|| backend.create(&cg_limits)) {
+        Ok(g) => (Some(g), None),
+        Err(why) => (None, Some(why.0)),
+    };
+    let held = cgroup.as_ref().map(|g| g.enforces().clone()).unwrap_or_default();
+    let late = match late_plan(spec, seccomp, cgroup.as_deref(), cloned_into, &held, child.pid) {
+        Ok(l) => l,
+        Err(e) => {
+            child.kill_and_reap();
+            return Err(e);
+        }
+    };
+    match late.send(sup_sock.as_raw_fd()) {
+        Ok(()) => {}
+        // The init is gone already (a setup step failed): its report says why.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EPIPE | libc::ECONNRESET)) => {}
+        Err(e) => {
+            child.kill_and_reap();
+            return Err(Error(format!("cannot start the sandbox: {e}")));
+        }
+    }
+    let self_moving = !late.cgroup_enter.is_empty();
+    let fallbacks = late.fallbacks.clone();
+    drop(late);
+    trace::step("seccomp compiled, cgroup ready");
 
     // 8. Watch until the init has exited.
     let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, started);
@@ -320,6 +402,9 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
         }
         check_target(&b.target, "-v")?;
     }
+    if spec.binds.len() >= sys::MAX_FDS {
+        return Err(Error(format!("{} -v binds: at most {}", spec.binds.len(), sys::MAX_FDS - 1)));
+    }
     for t in &spec.tmpfs {
         check_target(&t.target, "--tmpfs")?;
     }
@@ -346,21 +431,9 @@ fn check_target(t: &str, opt: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// Steps 7a-c: maps, cgroup (`cgroup`: the group to move the child into, unless it moves
-/// itself), trees. Returns the fds to hand to the init.
-fn prepare_child(
-    child: &monitor::Child,
-    spec: &Spec,
-    rootfs: &std::path::Path,
-    rootless: bool,
-    cgroup: Option<&dyn cgroups::Group>,
-) -> Result<Vec<OwnedFd>, Error> {
+/// Step 6: id maps, then (as root) the idmapped trees. Returns the fds to hand to the init.
+fn prepare_child(child: &monitor::Child, spec: &Spec, rootfs: &std::path::Path, rootless: bool) -> Result<Vec<OwnedFd>, Error> {
     idmap::write_maps(child.pid, rootless)?;
-    if let Some(g) = cgroup {
-        if g.clone_into_fd().is_none() {
-            g.attach(child.pid).map_err(|e| Error(format!("cannot move the sandbox into its cgroup: {e}")))?;
-        }
-    }
     if rootless {
         return Ok(Vec::new());
     }
@@ -373,6 +446,37 @@ fn prepare_child(
         fds.push(idmap::idmapped_tree(&b.source, b.readonly, userns.as_raw_fd())?);
     }
     Ok(fds)
+}
+
+/// Step 7: the fallbacks for what `cgroup` does not hold, and the way the init gets into
+/// `cgroup`: by moving itself (v1), or moved by us now, unless it was
+/// cloned into it.
+fn late_plan(
+    spec: &Spec,
+    seccomp: Option<seccomp::Program>,
+    cgroup: Option<&dyn cgroups::Group>,
+    cloned_into: bool,
+    held: &cgroups::Limits,
+    pid: i32,
+) -> Result<Late, Error> {
+    let fallbacks = Fallbacks {
+        memory_watchdog: spec.limits.memory.filter(|_| held.memory.is_none()),
+        pids_rlimit: spec.limits.pids.filter(|_| held.pids.is_none()),
+        cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
+    };
+    let mut late = Late { seccomp, fallbacks, ..Default::default() };
+    if let Some(g) = cgroup {
+        // v1: the init moves itself (see `Group::self_move_fds`); if the files cannot be
+        // opened, we move it, as for a v2 group the init could not be cloned into.
+        match g.self_move_fds().ok().flatten() {
+            Some(m) => (late.cgroup_enter, late.cgroup_leave) = (m.enter, m.leave),
+            None if !cloned_into => {
+                g.attach(pid).map_err(|e| Error(format!("cannot move the sandbox into its cgroup: {e}")))?
+            }
+            None => {}
+        }
+    }
+    Ok(late)
 }
 
 fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {

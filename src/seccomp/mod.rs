@@ -339,6 +339,35 @@ fn search(asm: &mut bpf::Asm, ranges: &[(u32, u32, bpf::Label)], miss: bpf::Labe
 
 impl Program {
     /// Installs the filter on the calling thread. Needs no_new_privs (or CAP_SYS_ADMIN).
+    /// The program as the kernel reads it (8 bytes an instruction, native byte order), to
+    /// hand to another process.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.0.len() * 8);
+        for f in &self.0 {
+            out.extend_from_slice(&f.code.to_ne_bytes());
+            out.extend_from_slice(&[f.jt, f.jf]);
+            out.extend_from_slice(&f.k.to_ne_bytes());
+        }
+        out
+    }
+
+    /// The inverse of [`Program::to_bytes`].
+    pub fn from_bytes(b: &[u8]) -> Option<Program> {
+        if b.is_empty() || b.len() % 8 != 0 {
+            return None;
+        }
+        let insns = b
+            .chunks_exact(8)
+            .map(|c| SockFilter {
+                code: u16::from_ne_bytes([c[0], c[1]]),
+                jt: c[2],
+                jf: c[3],
+                k: u32::from_ne_bytes([c[4], c[5], c[6], c[7]]),
+            })
+            .collect();
+        Some(Program(insns))
+    }
+
     pub fn install(&self) -> std::io::Result<()> {
         let prog = libc::sock_fprog {
             len: self.0.len() as u16,
@@ -460,6 +489,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn program_bytes_round_trip() {
+        let p = compile(DEFAULT_PROFILE, Arch::native()).unwrap();
+        let q = Program::from_bytes(&p.to_bytes()).unwrap();
+        assert_eq!(p.0.len(), q.0.len());
+        assert!(p.0.iter().zip(&q.0).all(|(a, b)| (a.code, a.jt, a.jf, a.k) == (b.code, b.jt, b.jf, b.k)));
+        assert!(Program::from_bytes(&[0u8; 7]).is_none());
+        assert!(Program::from_bytes(&[]).is_none());
     }
 
     #[test]
