@@ -42,7 +42,7 @@ fn main() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = root.join("target/release/polysandbox");
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_polysandbox"));
     let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let work = PathBuf::from(format!("/var/tmp/polysandbox-bench-pull-{}", std::process::id()));
     let trees = work.join("t");

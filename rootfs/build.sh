@@ -24,7 +24,7 @@ export SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-1700000000}
 MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # Part of every image's cache key: bump it when a change here changes what the images contain.
 RECIPE_FORMAT=1
-BIN=${POLYSANDBOX_BIN:-target/release/polysandbox}
+BIN=${POLYSANDBOX_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
 push=""
 relock=""

@@ -188,6 +188,22 @@ fn plain_pull_runs_and_a_warm_repull_moves_no_blob() {
 }
 
 #[test]
+fn a_registry_named_by_host_name_is_found() {
+    // The binary is static: host names go through glibc's built-in files and dns lookups
+    // (/etc/hosts here), never through the host's NSS modules.
+    let s = shared();
+    for m in modes() {
+        let store = m.owned_dir("store-by-name");
+        let image = format!("localhost:{}/fixture/busybox:1", s.plain);
+        let p = ps(m, &store, &["pull", &image], &[]);
+        assert_eq!(code(&p), 0, "{m:?}: {}", stderr(&p));
+        let bad = ps(m, &store, &["pull", "no-such-host.invalid:5000/fixture/busybox:1"], &[]);
+        assert_ne!(code(&bad), 0, "{m:?}");
+        assert!(stderr(&bad).contains("no-such-host.invalid"), "{m:?}: {}", stderr(&bad));
+    }
+}
+
+#[test]
 fn docker_schema2_manifests_and_zstd_layers() {
     let s = shared();
     let m = modes()[0];

@@ -161,7 +161,26 @@ fn endpoints(r: &Reference, o: &Options) -> Result<Vec<Endpoint>, String> {
     Ok(v)
 }
 
+/// Host names are looked up by glibc's getaddrinfo. The binary is static (see
+/// .cargo/config.toml), and a static glibc must not load the host's NSS modules (they link
+/// the host's own libc, maybe of another version): lookups use the modules built in, files
+/// (/etc/hosts) and dns (/etc/resolv.conf), whatever /etc/nsswitch.conf lists.
+fn static_name_lookup() {
+    #[cfg(all(target_env = "gnu", target_feature = "crt-static"))]
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        extern "C" {
+            fn __nss_configure_lookup(db: *const libc::c_char, services: *const libc::c_char) -> libc::c_int;
+        }
+        // SAFETY: two valid C strings; called once, before any lookup of ours.
+        ONCE.call_once(|| unsafe {
+            __nss_configure_lookup(c"hosts".as_ptr(), c"files dns".as_ptr());
+        });
+    }
+}
+
 fn http_client(o: &Options, insecure: bool, host: &str) -> Result<reqwest::blocking::Client, String> {
+    static_name_lookup();
     let mut b = reqwest::blocking::Client::builder()
         .user_agent(concat!("polysandbox/", env!("CARGO_PKG_VERSION")))
         .connect_timeout(std::time::Duration::from_secs(30))
