@@ -290,3 +290,41 @@ pub fn write_all(fd: RawFd, mut buf: &[u8]) -> io::Result<()> {
     }
     Ok(())
 }
+
+/// The name of the filesystem `fd` is on, for error messages ("ext4", "overlay", "nfs", or
+/// its magic number).
+pub fn fs_name(fd: RawFd) -> String {
+    // SAFETY: statfs is plain data the kernel fills.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid fd and buffer.
+    if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
+        return "an unknown filesystem".into();
+    }
+    let name = match st.f_type as u64 {
+        0xEF53 => "ext4",
+        0x5846_5342 => "xfs",
+        0x9123_683E => "btrfs",
+        0x0102_1994 => "tmpfs",
+        0x794C_7630 => "overlay",
+        0x6969 => "nfs",
+        0x6573_5546 => "fuse",
+        0x0BD0_0BD0 => "lustre",
+        0x4750_4653 => "gpfs",
+        0x2FC1_2FC1 => "zfs",
+        0x7371_7368 => "squashfs",
+        0xFF53_4D42 | 0xFE53_4D42 => "cifs/smb",
+        0x0102_1997 => "9p",
+        0x5346_544E => "ntfs",
+        0x4D44 => "vfat",
+        other => return format!("a filesystem of type {other:#x}"),
+    };
+    name.into()
+}
+
+/// Whether the running kernel is at least `major.minor`.
+pub fn kernel_at_least(major: u32, minor: u32) -> bool {
+    let Ok(u) = nix::sys::utsname::uname() else { return true };
+    let rel = u.release().to_string_lossy().into_owned();
+    let mut it = rel.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap_or(0));
+    (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}

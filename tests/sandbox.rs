@@ -433,6 +433,37 @@ fn bad_input_is_one_clear_line_and_leaves_nothing() {
 }
 
 #[test]
+fn a_rootfs_overlayfs_cannot_use_is_one_clear_line() {
+    // A rootfs on an overlay two levels deep: as root it cannot be idmapped, rootless
+    // overlayfs refuses to stack a third level. Either way one line naming the filesystem.
+    // The two overlays are mounted in a mount namespace of the test's own, never on the host.
+    if !is_root() {
+        return;
+    }
+    for m in modes() {
+        let base = fixtures().dir.join(format!("stacked-{}", unique()));
+        for n in ["u1", "w1", "m1", "u2", "w2", "m2"] {
+            std::fs::create_dir_all(base.join(n)).unwrap();
+        }
+        let b = base.to_str().unwrap();
+        let script = format!(
+            "mount -t overlay overlay -o lowerdir={},upperdir={b}/u1,workdir={b}/w1 {b}/m1 && \
+             mount -t overlay overlay -o lowerdir={b}/m1,upperdir={b}/u2,workdir={b}/w2 {b}/m2 && exec \"$@\"",
+            m.rootfs().display()
+        );
+        let inner = m.command();
+        let mut c = std::process::Command::new("unshare");
+        c.args(["-m", "--propagation", "private", "sh", "-c", &script, "sh"]).arg(inner.get_program()).args(inner.get_args());
+        c.args(["run", "--rootfs", &format!("{b}/m2"), "--", "/bin/true"]).env("HOME", "/tmp");
+        let o = c.output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{m:?}: {err}");
+        assert!(err.contains("on overlay"), "{m:?}: {err}");
+    }
+}
+
+#[test]
 fn sigterm_and_sigint_stop_cleanly() {
     for m in modes() {
         for sig in [libc::SIGTERM, libc::SIGINT] {

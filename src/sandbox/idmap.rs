@@ -57,7 +57,14 @@ pub fn idmapped_tree(path: &Path, readonly: bool, userns: RawFd) -> Result<Owned
     }
     use std::os::fd::AsRawFd;
     sys::mount_setattr(tree.as_raw_fd(), set, Some(userns), &what).map_err(|e| {
-        Error(format!("{e} (idmapped mounts need Linux 5.12 and a filesystem that supports them; run polysandbox as an ordinary user instead)"))
+        let why = if sys::kernel_at_least(5, 12) {
+            format!("{what} is on {}, which this kernel cannot idmap", sys::fs_name(tree.as_raw_fd()))
+        } else {
+            "idmapped mounts need Linux 5.12".into()
+        };
+        Error(format!(
+            "{e}: {why} (as root, the sandbox runs under an unprivileged uid range and sees its files through an idmapped mount); run polysandbox as an ordinary user, or keep the files on ext4, xfs, btrfs or tmpfs"
+        ))
     })?;
     Ok(tree)
 }
