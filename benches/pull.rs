@@ -9,7 +9,7 @@
 //! deleting. BENCH_DISK=1 writes to /var/tmp instead.
 //!
 //! `cargo bench --bench pull` (as root; skopeo, umoci, podman, docker-registry from Debian).
-//! Environment: BENCH_RUNS (default 3 per tool), BENCH_DISK.
+//! Environment: BENCH_RUNS (default 3 per tool), BENCH_DISK, POLYSANDBOX_BIN (a build to time).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -42,7 +42,8 @@ fn main() {
         return;
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_polysandbox"));
+    // POLYSANDBOX_BIN: another build to time (e.g. to compare two builds).
+    let bin = PathBuf::from(std::env::var_os("POLYSANDBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_polysandbox").into()));
     let runs: usize = std::env::var("BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     let work = PathBuf::from(format!("/var/tmp/polysandbox-bench-pull-{}", std::process::id()));
     let trees = work.join("t");

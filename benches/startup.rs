@@ -14,7 +14,8 @@
 //!
 //! The whole benchmark runs in a private mount namespace without the hybrid host's cgroup2
 //! mount, because crun refuses to run beside it; every tool sees the same namespace.
-//! Environment: BENCH_RUNS (default 200 per tool), BENCH_BATCHES (default 5).
+//! Environment: BENCH_RUNS (default 200 per tool), BENCH_BATCHES (default 5), POLYSANDBOX_BIN
+//! (a build to time).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -147,7 +148,9 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     sh(&format!("chmod 755 {}", dir.display()));
     let bin = dir.join("polysandbox");
-    std::fs::copy(env!("CARGO_BIN_EXE_polysandbox"), &bin).unwrap();
+    // POLYSANDBOX_BIN: another build to time (e.g. to compare two builds).
+    let built = std::env::var_os("POLYSANDBOX_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_polysandbox").into());
+    std::fs::copy(built, &bin).unwrap();
     let out = Command::new("id").args(["-u", USER]).output().unwrap();
     let uid: u32 = String::from_utf8_lossy(&out.stdout).trim().parse().expect("user psbtest (bash .ci/setup)");
     let out = Command::new("id").args(["-g", USER]).output().unwrap();
