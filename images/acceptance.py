@@ -24,7 +24,14 @@ import time
 import tomllib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, "target", "release", "polysandbox")
+
+def _host_tuple():
+    out = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    return next(line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("host: "))
+
+
+# Cargo builds for the host's own target (static binary, see .cargo/config.toml).
+BIN = os.environ.get("POLYSANDBOX_BIN") or os.path.join(ROOT, "target", _host_tuple(), "release", "polysandbox")
 
 
 def catalogue():
