@@ -177,6 +177,11 @@ fn plain_pull_runs_and_a_warm_repull_moves_no_blob() {
         let mut c = m.command();
         let r = c.args(["run", "-q", "--root"]).arg(&store).args([image.as_str(), "--", "sh", "-c", "echo pulled; cat /etc/os-release 2>/dev/null | head -0"]).output().unwrap();
         assert_eq!(stdout(&r), "pulled\n", "{m:?}: {}", stderr(&r));
+        // run IMAGE pulls what is missing, then starts the sandbox from the same process.
+        let fresh = m.owned_dir("store-run-pulls");
+        let mut c = m.command();
+        let r = c.args(["run", "-q", "--root"]).arg(&fresh).args([image.as_str(), "--", "echo", "pulled and ran"]).output().unwrap();
+        assert_eq!(stdout(&r), "pulled and ran\n", "{m:?}: {}", stderr(&r));
         let again = ps(m, &store, &["pull", &image], &[]);
         assert_eq!(code(&again), 0);
         assert!(stderr(&again).contains("0 blobs fetched"), "{m:?}: {}", stderr(&again));
