@@ -151,8 +151,6 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
                     r
                 }
             };
-            // Pulling and unpacking used threads; the sandbox is cloned from this process.
-            wait_single_threaded()?;
             let rc = config.config.unwrap_or_default();
             let mut argv = rc.entrypoint.clone().unwrap_or_default();
             // `run IMAGE -- CMD`: clap keeps the `--` after a positional.
@@ -290,20 +288,4 @@ fn parse_user(u: &str) -> Result<(u32, u32), String> {
     let uid: u32 = a.parse().map_err(|_| bad())?;
     let gid: u32 = if b.is_empty() { uid } else { b.parse().map_err(|_| bad())? };
     Ok((uid, gid))
-}
-
-/// The sandbox's init is cloned from this process without an exec, which is safe only while
-/// the process is single-threaded: a thread caught holding a lock (malloc's, stdio's) would
-/// leave it held in the init for good. The pull's and the unpack's threads are joined, and the
-/// HTTP runtime's once its client drops, but one can still be on its way out for a moment
-/// (seen here after a pull).
-fn wait_single_threaded() -> Result<(), String> {
-    let threads = || std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(1);
-    for _ in 0..5000 {
-        if threads() <= 1 {
-            return Ok(());
-        }
-        std::thread::sleep(std::time::Duration::from_millis(1));
-    }
-    Err(format!("{} threads of the pull still run after 5 s; run the image again (it is in the store now)", threads() - 1))
 }

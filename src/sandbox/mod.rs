@@ -145,7 +145,7 @@ impl From<String> for Error {
 }
 
 /// How each limit that cannot have a cgroup is held anyway.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Fallbacks {
     /// Kill the sandbox when the sum of its processes' RSS passes this.
     pub memory_watchdog: Option<u64>,
@@ -182,21 +182,21 @@ pub(crate) struct Late {
     pub cgroup_leave: Vec<OwnedFd>,
 }
 
+/// The header of the message carrying a [`Late`]; the seccomp program follows it, raw.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct LateHeader {
+    fallbacks: Fallbacks,
+    /// How many of the fds are `cgroup_enter`; the rest are `cgroup_leave`.
+    enter: usize,
+    seccomp: bool,
+}
+
 impl Late {
-    /// One message: a small header (the counts and the fallbacks), then the seccomp program.
+    /// One message: a JSON line, then the seccomp program; the cgroup fds beside it.
     fn send(&self, sock: i32) -> std::io::Result<()> {
-        let f = &self.fallbacks;
-        let affinity: Vec<String> = f.cpu_affinity.iter().flatten().map(|c| c.to_string()).collect();
-        let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_else(|| "-".into());
-        let header = format!(
-            "{} {} {} {} {}\n",
-            self.cgroup_enter.len(),
-            opt(f.memory_watchdog),
-            opt(f.pids_rlimit),
-            if f.cpu_affinity.is_some() { affinity.join(",") } else { "-".into() },
-            if self.seccomp.is_some() { "seccomp" } else { "unconfined" },
-        );
-        let mut data = header.into_bytes();
+        let header = LateHeader { fallbacks: self.fallbacks.clone(), enter: self.cgroup_enter.len(), seccomp: self.seccomp.is_some() };
+        let mut data = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
+        data.push(b'\n');
         if let Some(p) = &self.seccomp {
             data.extend_from_slice(&p.to_bytes());
         }
@@ -207,31 +207,13 @@ impl Late {
     fn parse(data: &[u8], mut fds: Vec<OwnedFd>) -> Result<Late, String> {
         let bad = || "a malformed message from the supervisor".to_string();
         let nl = data.iter().position(|&b| b == b'\n').ok_or_else(bad)?;
-        let header = std::str::from_utf8(&data[..nl]).map_err(|_| bad())?;
-        let w: Vec<&str> = header.split(' ').collect();
-        let [enter, memory, pids, cpus, filter] = w[..] else { return Err(bad()) };
-        let opt = |v: &str| if v == "-" { Ok(None) } else { v.parse::<u64>().map(Some).map_err(|_| bad()) };
-        let enter: usize = enter.parse().map_err(|_| bad())?;
-        if enter > fds.len() {
+        let h: LateHeader = serde_json::from_slice(&data[..nl]).map_err(|_| bad())?;
+        if h.enter > fds.len() {
             return Err(bad());
         }
-        let cpu_affinity = if cpus == "-" {
-            None
-        } else {
-            Some(cpus.split(',').map(|c| c.parse::<usize>().map_err(|_| bad())).collect::<Result<Vec<_>, _>>()?)
-        };
-        let seccomp = match filter {
-            "seccomp" => Some(seccomp::Program::from_bytes(&data[nl + 1..]).ok_or_else(bad)?),
-            "unconfined" => None,
-            _ => return Err(bad()),
-        };
-        let leave = fds.split_off(enter);
-        Ok(Late {
-            seccomp,
-            fallbacks: Fallbacks { memory_watchdog: opt(memory)?, pids_rlimit: opt(pids)?, cpu_affinity },
-            cgroup_enter: fds,
-            cgroup_leave: leave,
-        })
+        let seccomp = if h.seccomp { Some(seccomp::Program::from_bytes(&data[nl + 1..]).ok_or_else(bad)?) } else { None };
+        let leave = fds.split_off(h.enter);
+        Ok(Late { seccomp, fallbacks: h.fallbacks, cgroup_enter: fds, cgroup_leave: leave })
     }
 }
 
@@ -242,8 +224,10 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     trace::init();
     trace::step("start");
 
-    // 1. Validate what the user gave, before anything is created.
+    // 1. Validate what the user gave, before anything is created; no other thread may run
+    //    when the init is cloned (`single_threaded`).
     let rootfs = validate(spec)?;
+    single_threaded()?;
     // SAFETY: geteuid cannot fail.
     let rootless = unsafe { libc::geteuid() } != 0;
 
@@ -477,6 +461,22 @@ fn late_plan(
         }
     }
     Ok(late)
+}
+
+/// The init is cloned from this process without an exec, which is safe only while the process
+/// is single-threaded: a thread caught holding a lock (malloc's, stdio's) would leave it held
+/// in the init for good. Callers join their threads (`run IMAGE` pulls and unpacks with
+/// some), but one can still be on its way out for a moment (seen right after a pull): wait for
+/// it. One readdir (about 6 us) when there is none.
+fn single_threaded() -> Result<(), Error> {
+    let threads = || std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(1);
+    for _ in 0..5000 {
+        if threads() <= 1 {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Err(Error(format!("{} other threads still run in this process after 5 s: the sandbox cannot be cloned from it", threads() - 1)))
 }
 
 fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {

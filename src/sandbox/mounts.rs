@@ -76,7 +76,7 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     sys::move_mount_to_fd(lower.as_raw_fd(), lower_dir.as_raw_fd(), "the rootfs")?;
     drop(lower_dir);
     super::trace::step("init: lower attached");
-    overlay(scratch.as_raw_fd(), &fs_name_of_lower(scratch.as_raw_fd()), rootfs)?;
+    overlay(scratch.as_raw_fd(), rootfs)?;
     super::trace::step("init: overlay mounted");
     let root = sys::openat2(scratch.as_raw_fd(), "root", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
         .map_err(|e| format!("open the new root: {e}"))?;
@@ -118,7 +118,7 @@ fn fs_name_of_lower(scratch: RawFd) -> String {
     }
 }
 
-fn overlay(scratch: RawFd, lower_fs: &str, rootfs: &CStr) -> Result<()> {
+fn overlay(scratch: RawFd, rootfs: &CStr) -> Result<()> {
     // Relative layer paths (the cwd is the scratch tmpfs) keep commas and colons of the
     // rootfs path out of the option string.
     nix::unistd::fchdir(scratch).map_err(|e| format!("chdir to the writable layer: {e}"))?;
@@ -129,8 +129,9 @@ fn overlay(scratch: RawFd, lower_fs: &str, rootfs: &CStr) -> Result<()> {
         .map_err(|e| {
             let why = if sys::kernel_at_least(5, 11) {
                 format!(
-                    "overlayfs refused {} (on {lower_fs}) as its lower layer: it stacks at most two deep and cannot use every filesystem as a layer; copy the rootfs to ext4, xfs, btrfs or tmpfs",
-                    rootfs.to_string_lossy()
+                    "overlayfs refused {} (on {}) as its lower layer: it stacks at most two deep and cannot use every filesystem as a layer; copy the rootfs to ext4, xfs, btrfs or tmpfs",
+                    rootfs.to_string_lossy(),
+                    fs_name_of_lower(scratch)
                 )
             } else {
                 "overlayfs in a user namespace needs Linux 5.11".into()

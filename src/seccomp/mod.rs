@@ -338,7 +338,6 @@ fn search(asm: &mut bpf::Asm, ranges: &[(u32, u32, bpf::Label)], miss: bpf::Labe
 }
 
 impl Program {
-    /// Installs the filter on the calling thread. Needs no_new_privs (or CAP_SYS_ADMIN).
     /// The program as the kernel reads it (8 bytes an instruction, native byte order), to
     /// hand to another process.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -368,6 +367,7 @@ impl Program {
         Some(Program(insns))
     }
 
+    /// Installs the filter on the calling thread. Needs no_new_privs (or CAP_SYS_ADMIN).
     pub fn install(&self) -> std::io::Result<()> {
         let prog = libc::sock_fprog {
             len: self.0.len() as u16,
