@@ -84,34 +84,51 @@ impl Asm {
         self.insns.push(Insn::Jump(JMP_JGE_K, k, t, f));
     }
 
-    /// Emits a 64-bit comparison of argument `index`; jumps to `fail` when it does not hold,
-    /// falls through when it does. Little-endian layout (x86_64 and aarch64).
-    pub fn arg_cond(&mut self, index: u32, op: &str, value: u64, two: u64, fail: Label) -> Result<(), String> {
+    /// Emits a comparison of argument `index` at the width the kernel reads it (`bits`: 64, 32
+    /// or 16; a narrower argument's upper bits are ignored by the kernel, so they are ignored
+    /// here too: comparing them would let garbage in them sidestep a rule); jumps to `fail`
+    /// when it does not hold, falls through when it does. Little-endian layout (x86_64 and
+    /// aarch64). `value` and `two` must already fit in `bits`.
+    pub fn arg_cond(&mut self, index: u32, bits: u32, op: &str, value: u64, two: u64, fail: Label) -> Result<(), String> {
         let lo = OFF_ARGS + 8 * index;
         let hi = lo + 4;
         let (vhi, vlo) = ((value >> 32) as u32, value as u32);
+        let wide = bits == 64;
+        // The low word as the kernel sees it: masked to 16 bits for a umode_t.
+        let load_lo = |a: &mut Asm| {
+            a.load(lo);
+            if bits == 16 {
+                a.and(0xffff);
+            }
+        };
         match op {
             "SCMP_CMP_EQ" => {
-                self.load(hi);
-                self.jeq(vhi, None, Some(fail));
-                self.load(lo);
+                if wide {
+                    self.load(hi);
+                    self.jeq(vhi, None, Some(fail));
+                }
+                load_lo(self);
                 self.jeq(vlo, None, Some(fail));
             }
             "SCMP_CMP_NE" => {
                 let ok = self.label();
-                self.load(hi);
-                self.jeq(vhi, None, Some(ok));
-                self.load(lo);
+                if wide {
+                    self.load(hi);
+                    self.jeq(vhi, None, Some(ok));
+                }
+                load_lo(self);
                 self.jeq(vlo, Some(fail), None);
                 self.bind(ok);
             }
             "SCMP_CMP_MASKED_EQ" => {
                 // value is the mask, valueTwo the expected result (libseccomp's datum_a, datum_b).
                 let (thi, tlo) = ((two >> 32) as u32, two as u32);
-                self.load(hi);
-                self.and(vhi);
-                self.jeq(thi, None, Some(fail));
-                self.load(lo);
+                if wide {
+                    self.load(hi);
+                    self.and(vhi);
+                    self.jeq(thi, None, Some(fail));
+                }
+                load_lo(self);
                 self.and(vlo);
                 self.jeq(tlo, None, Some(fail));
             }
@@ -121,10 +138,12 @@ impl Asm {
                 let greater_or_eq_lo = matches!(op, "SCMP_CMP_GE" | "SCMP_CMP_LT");
                 let want_greater = matches!(op, "SCMP_CMP_GT" | "SCMP_CMP_GE");
                 let (gt_target, other_target) = if want_greater { (holds, fail) } else { (fail, holds) };
-                self.load(hi);
-                self.jgt(vhi, Some(gt_target), None);
-                self.jeq(vhi, None, Some(other_target));
-                self.load(lo);
+                if wide {
+                    self.load(hi);
+                    self.jgt(vhi, Some(gt_target), None);
+                    self.jeq(vhi, None, Some(other_target));
+                }
+                load_lo(self);
                 if greater_or_eq_lo {
                     self.jge(vlo, Some(gt_target), Some(other_target));
                 } else {

@@ -4,11 +4,14 @@
 //! What the compiled program does, in order:
 //! 1. a foreign architecture (i386 through `int 0x80`, arm32 compat) kills the process;
 //! 2. on x86_64, x32 syscalls (bit 30 set) fail with EPERM;
-//! 3. each syscall named by a rule that applies runs its rules (all args compared as 64-bit);
+//! 3. each syscall named by a rule that applies runs its rules, each argument compared at the
+//!    width the kernel reads it (`abi.rs`: an `int` on its low 32 bits, so that garbage in the
+//!    upper bits cannot sidestep a rule);
 //! 4. a syscall number this build does not know (newer than its tables) fails with ENOSYS, so
 //!    that libc falls back as it would on an older kernel;
 //! 5. everything else takes the profile's default action (EPERM in ours).
 
+mod abi;
 mod bpf;
 
 use serde::Deserialize;
@@ -115,18 +118,11 @@ impl Arch {
         }
     }
     fn lookup(self, name: &str) -> Option<u32> {
-        match self {
-            Arch::X86_64 => name.parse::<syscalls::x86_64::Sysno>().ok().map(|s| s.id() as u32),
-            Arch::Aarch64 => name.parse::<syscalls::aarch64::Sysno>().ok().map(|s| s.id() as u32),
-        }
+        abi::lookup(self, name)
     }
     /// Ranges of syscall numbers the tables know, merged.
     fn known_ranges(self) -> Vec<(u32, u32)> {
-        let mut ids: Vec<u32> = match self {
-            Arch::X86_64 => syscalls::x86_64::Sysno::iter().map(|s| s.id() as u32).collect(),
-            Arch::Aarch64 => syscalls::aarch64::Sysno::iter().map(|s| s.id() as u32).collect(),
-        };
-        ids.sort_unstable();
+        let ids = abi::numbers(self);
         let mut out: Vec<(u32, u32)> = Vec::new();
         for id in ids {
             match out.last_mut() {
@@ -195,6 +191,31 @@ impl Rule {
     }
 }
 
+/// One argument condition of one syscall, at the width the kernel reads that argument.
+#[derive(Debug, Clone)]
+struct Cond {
+    index: u32,
+    bits: u32,
+    op: String,
+    value: u64,
+    two: u64,
+}
+
+impl Cond {
+    fn new(name: &str, c: &ArgCond) -> Result<Cond, String> {
+        let bits = abi::arg_bits(name, c.index);
+        let bad = |v: u64| format!("seccomp rule for {name}: argument {} is {bits} bits wide in the kernel, and {v:#x} does not fit", c.index);
+        // A mask wider than the argument masks nothing more; the values compared must fit.
+        let value = if c.op == "SCMP_CMP_MASKED_EQ" {
+            c.value & if bits == 64 { u64::MAX } else { (1 << bits) - 1 }
+        } else {
+            abi::fit(c.value, bits).ok_or_else(|| bad(c.value))?
+        };
+        let two = if c.op == "SCMP_CMP_MASKED_EQ" { abi::fit(c.value_two, bits).ok_or_else(|| bad(c.value_two))? } else { 0 };
+        Ok(Cond { index: c.index, bits, op: c.op.clone(), value, two })
+    }
+}
+
 /// A compiled filter, ready to install.
 pub struct Program(pub Vec<SockFilter>);
 
@@ -205,7 +226,7 @@ pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
     let default_errno = profile.default_errno_ret.unwrap_or(libc::EPERM as u32);
     let default = action(&profile.default_action, profile.default_errno_ret, default_errno)?;
     // syscall number -> alternatives (conditions, action), in profile order.
-    let mut by_nr: BTreeMap<u32, Vec<(Vec<ArgCond>, u32)>> = BTreeMap::new();
+    let mut by_nr: BTreeMap<u32, Vec<(Vec<Cond>, u32)>> = BTreeMap::new();
     for rule in &profile.syscalls {
         let act = action(&rule.action, rule.errno_ret, default_errno)?;
         if !rule.applies(arch) {
@@ -222,7 +243,8 @@ pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
             // Names of other architectures (chown32, arch_prctl on arm64, ...) are skipped,
             // as libseccomp does.
             if let Some(nr) = arch.lookup(name) {
-                by_nr.entry(nr).or_default().push((conds.clone(), act));
+                let conds = conds.iter().map(|c| Cond::new(name, c)).collect::<Result<Vec<_>, _>>()?;
+                by_nr.entry(nr).or_default().push((conds, act));
             }
         }
     }
@@ -245,7 +267,7 @@ pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
     // share one return per action.
     let miss = asm.label();
     let mut shared: BTreeMap<u32, bpf::Label> = BTreeMap::new();
-    let mut blocks: Vec<(bpf::Label, &Vec<(Vec<ArgCond>, u32)>)> = Vec::new();
+    let mut blocks: Vec<(bpf::Label, &Vec<(Vec<Cond>, u32)>)> = Vec::new();
     // Consecutive numbers with the same target merge into one range.
     let mut targets: Vec<(u32, u32, bpf::Label)> = Vec::new();
     for (nr, alternatives) in &by_nr {
@@ -268,7 +290,7 @@ pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
         for (conds, act) in alternatives {
             let next = asm.label();
             for c in conds {
-                asm.arg_cond(c.index, &c.op, c.value, c.value_two, next)?;
+                asm.arg_cond(c.index, c.bits, &c.op, c.value, c.two, next)?;
             }
             asm.ret(*act);
             asm.bind(next);
@@ -436,7 +458,8 @@ mod tests {
         bpf::interpret(&p.0, arch, nr, args)
     }
 
-    /// The decision the profile means, computed directly from its rules.
+    /// The decision the profile means, computed directly from its rules as the kernel reads the
+    /// arguments (each truncated to its declared width).
     fn reference(json: &str, arch: Arch, nr: u32, args: [u64; 6]) -> u32 {
         let profile: Profile = serde_json::from_str(json).unwrap();
         let default_errno = profile.default_errno_ret.unwrap_or(1);
@@ -447,20 +470,20 @@ mod tests {
         let known = arch.known_ranges().iter().any(|(lo, hi)| (*lo..=*hi).contains(&nr));
         let mut matched_any_rule = false;
         for rule in profile.syscalls.iter().filter(|r| r.applies(arch)) {
-            if !rule.names.iter().any(|n| arch.lookup(n) == Some(nr)) {
-                continue;
-            }
+            let Some(name) = rule.names.iter().find(|n| arch.lookup(n) == Some(nr)) else { continue };
             matched_any_rule = true;
             let holds = rule.args.clone().unwrap_or_default().iter().all(|c| {
-                let a = args[c.index as usize];
+                let bits = abi::arg_bits(name, c.index);
+                let w = if bits == 64 { u64::MAX } else { (1u64 << bits) - 1 };
+                let (a, v, v2) = (args[c.index as usize] & w, c.value & w, c.value_two & w);
                 match c.op.as_str() {
-                    "SCMP_CMP_EQ" => a == c.value,
-                    "SCMP_CMP_NE" => a != c.value,
-                    "SCMP_CMP_MASKED_EQ" => a & c.value == c.value_two,
-                    "SCMP_CMP_GT" => a > c.value,
-                    "SCMP_CMP_GE" => a >= c.value,
-                    "SCMP_CMP_LT" => a < c.value,
-                    "SCMP_CMP_LE" => a <= c.value,
+                    "SCMP_CMP_EQ" => a == v,
+                    "SCMP_CMP_NE" => a != v,
+                    "SCMP_CMP_MASKED_EQ" => a & v == v2,
+                    "SCMP_CMP_GT" => a > v,
+                    "SCMP_CMP_GE" => a >= v,
+                    "SCMP_CMP_LT" => a < v,
+                    "SCMP_CMP_LE" => a <= v,
                     _ => unreachable!(),
                 }
             });
@@ -535,5 +558,120 @@ mod tests {
         assert_eq!(decide(&q, b, 63 /* read */, [0; 6]), bpf::RET_ALLOW);
         assert_eq!(decide(&q, b, 40 /* mount */, [0; 6]), eperm);
         assert_eq!(decide(&q, a, 63, [0; 6]), bpf::RET_KILL_PROCESS);
+    }
+
+    /// Every argument a rule of the default profile compares, with garbage in the bits above
+    /// the argument's kernel width: the decision must be the one for the clean value, on both
+    /// architectures (the kernel ignores those bits, so must the filter).
+    #[test]
+    fn upper_argument_bits_never_change_a_decision() {
+        let profile: Profile = serde_json::from_str(DEFAULT_PROFILE).unwrap();
+        let mut checked = 0;
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let p = compile(DEFAULT_PROFILE, arch).unwrap();
+            for rule in profile.syscalls.iter().filter(|r| r.applies(arch)) {
+                for c in rule.args.iter().flatten() {
+                    for name in &rule.names {
+                        let Some(nr) = arch.lookup(name) else { continue };
+                        let bits = abi::arg_bits(name, c.index);
+                        if bits == 64 {
+                            continue;
+                        }
+                        let w = (1u64 << bits) - 1;
+                        for clean in [c.value & w, c.value_two & w, (c.value & w) ^ 1, 0] {
+                            let mut args = [0u64; 6];
+                            args[c.index as usize] = clean;
+                            let want = decide(&p, arch.audit(), nr, args);
+                            for garbage in [1u64 << bits, 0xffff_ffff_0000_0000 & !w, !w] {
+                                args[c.index as usize] = clean | garbage;
+                                assert_eq!(decide(&p, arch.audit(), nr, args), want, "{arch:?} {name} arg {} = {:#x}", c.index, clean | garbage);
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 50, "only {checked} variants checked");
+        // The case that got through: AF_VSOCK (40) with a bit set above the int.
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let p = compile(DEFAULT_PROFILE, arch).unwrap();
+            let socket = arch.lookup("socket").unwrap();
+            let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
+            assert_eq!(decide(&p, arch.audit(), socket, [40, 1, 0, 0, 0, 0]), eperm);
+            assert_eq!(decide(&p, arch.audit(), socket, [0x1_0000_0028, 1, 0, 0, 0, 0]), eperm, "{arch:?}");
+            assert_eq!(decide(&p, arch.audit(), socket, [0xffff_ffff_0000_0028, 1, 0, 0, 0, 0]), eperm, "{arch:?}");
+            assert_eq!(decide(&p, arch.audit(), socket, [2, 1, 0, 0, 0, 0]), bpf::RET_ALLOW);
+            // personality(0xffffffff) queries; the same with upper garbage is the same query.
+            let pers = arch.lookup("personality").unwrap();
+            assert_eq!(decide(&p, arch.audit(), pers, [0x7_ffff_ffff, 0, 0, 0, 0, 0]), bpf::RET_ALLOW);
+            assert_eq!(decide(&p, arch.audit(), pers, [0x1_0040_0000, 0, 0, 0, 0, 0]), eperm);
+        }
+    }
+
+    #[test]
+    fn a_value_the_kernel_could_never_see_is_refused() {
+        let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["socket"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":4294967336,"op":"SCMP_CMP_EQ"}]}]}"#;
+        let e = compile(json, Arch::X86_64).err().unwrap();
+        assert!(e.contains("32 bits wide"), "{e}");
+        // Sign-extended negatives are the same int: accepted.
+        let json = r#"{"defaultAction":"SCMP_ACT_ERRNO","syscalls":[{"names":["openat"],"action":"SCMP_ACT_ALLOW","args":[{"index":0,"value":18446744073709551516,"op":"SCMP_CMP_EQ"}]}]}"#;
+        let p = compile(json, Arch::X86_64).unwrap();
+        let nr = Arch::X86_64.lookup("openat").unwrap();
+        assert_eq!(decide(&p, Arch::X86_64.audit(), nr, [0xffff_ff9c, 0, 0, 0, 0, 0]), bpf::RET_ALLOW);
+    }
+
+    /// aarch64 has none of the legacy calls: each has a replacement libc uses there instead.
+    const AARCH64_FORM: &[(&str, &[&str])] = &[
+        ("open", &["openat"]), ("creat", &["openat"]), ("stat", &["newfstatat"]), ("lstat", &["newfstatat"]),
+        ("chmod", &["fchmodat"]), ("chown", &["fchownat"]), ("lchown", &["fchownat"]), ("access", &["faccessat"]),
+        ("dup2", &["dup3"]), ("epoll_create", &["epoll_create1"]), ("epoll_wait", &["epoll_pwait"]),
+        ("eventfd", &["eventfd2"]), ("fork", &["clone"]), ("vfork", &["clone"]), ("inotify_init", &["inotify_init1"]),
+        ("link", &["linkat"]), ("mkdir", &["mkdirat"]), ("mknod", &["mknodat"]), ("pipe", &["pipe2"]),
+        ("poll", &["ppoll"]), ("readlink", &["readlinkat"]), ("rename", &["renameat", "renameat2"]),
+        ("rmdir", &["unlinkat"]), ("unlink", &["unlinkat"]), ("symlink", &["symlinkat"]), ("utime", &["utimensat"]),
+        ("utimes", &["utimensat"]), ("futimesat", &["utimensat"]), ("select", &["pselect6"]), ("pause", &["ppoll"]),
+        ("signalfd", &["signalfd4"]), ("time", &["clock_gettime"]), ("alarm", &["setitimer"]),
+        ("getdents", &["getdents64"]), ("getpgrp", &["getpgid"]),
+    ];
+
+    /// The default profile is right on aarch64 by construction: everything allowed on x86_64
+    /// is allowed on aarch64 (the same syscall, or the form that replaces a legacy one there),
+    /// and a syscall both have gets the same decision on both for every argument tried.
+    #[test]
+    fn aarch64_allows_exactly_what_x86_64_allows() {
+        let x = compile(DEFAULT_PROFILE, Arch::X86_64).unwrap();
+        let a = compile(DEFAULT_PROFILE, Arch::Aarch64).unwrap();
+        let on = |p: &Program, arch: Arch, name: &str, args: [u64; 6]| decide(p, arch.audit(), arch.lookup(name).unwrap(), args);
+        let arg_sets: [[u64; 6]; 6] = [[0; 6], [2, 1, 0, 0, 0, 0], [40, 8, 0, 0, 0, 0], [1, 0x5412, 0, 0, 0, 0], [0x1_0000_0028, 0x10000, 0, 0, 0, 0], [u64::MAX; 6]];
+        let a_names = abi::names(Arch::Aarch64);
+        let mut compared = 0;
+        for name in abi::names(Arch::X86_64) {
+            if a_names.contains(&name) {
+                for args in arg_sets {
+                    assert_eq!(on(&x, Arch::X86_64, &name, args), on(&a, Arch::Aarch64, &name, args), "{name} {args:x?}");
+                }
+                compared += 1;
+            } else if on(&x, Arch::X86_64, &name, [0; 6]) == bpf::RET_ALLOW {
+                let Some((_, forms)) = AARCH64_FORM.iter().find(|(n, _)| *n == name) else {
+                    // x86-only machinery with no arm64 counterpart.
+                    assert!(["arch_prctl", "modify_ldt", "iopl", "ioperm", "get_thread_area", "set_thread_area", "epoll_ctl_old", "epoll_wait_old", "uretprobe", "uprobe"].contains(&name.as_str()), "{name} is allowed on x86_64 and has no aarch64 form listed");
+                    continue;
+                };
+                for f in *forms {
+                    assert_eq!(on(&a, Arch::Aarch64, f, [0; 6]), bpf::RET_ALLOW, "{name} is allowed on x86_64, its aarch64 form {f} is not");
+                }
+            }
+        }
+        assert!(compared > 250, "{compared}");
+        // Every aarch64 name is an x86_64 name too: nothing arm64-only can slip by unchecked
+        // (the arm-specific ones the profile allows are named here).
+        for name in &a_names {
+            if abi::names(Arch::X86_64).contains(name) {
+                continue;
+            }
+            let d = on(&a, Arch::Aarch64, name, [0; 6]);
+            assert!(d != bpf::RET_ALLOW || ["sync_file_range2"].contains(&name.as_str()), "{name} allowed only on aarch64");
+        }
     }
 }
