@@ -119,6 +119,16 @@ impl Mode {
                     .arg("--inh-caps=-all")
                     .arg(&f.bin);
                 c.env("HOME", "/tmp");
+                // Where the user has a delegated cgroup v2 subtree (as systemd gives one, and
+                // the arm64 VM's pure-v2 boot does), its processes start in a leaf of it.
+                if let Some(leaf) = user_cgroup() {
+                    use std::os::unix::process::CommandExt;
+                    let procs = leaf.join("cgroup.procs");
+                    // SAFETY: only a write(2) to a file between fork and exec.
+                    unsafe {
+                        c.pre_exec(move || std::fs::write(&procs, "0"));
+                    }
+                }
                 c
             }
             _ => Command::new(&f.bin),
@@ -173,6 +183,60 @@ impl Mode {
         std::fs::create_dir_all(&path).unwrap();
         if self == Mode::User && is_root() {
             std::os::unix::fs::chown(&path, Some(f.uid), Some(f.gid)).unwrap();
+        }
+        path
+    }
+}
+
+/// The leaf of a cgroup v2 subtree delegated to the test user, if the host has one
+/// (`POLYSANDBOX_TEST_USER_CGROUP`).
+pub fn user_cgroup() -> Option<PathBuf> {
+    std::env::var_os("POLYSANDBOX_TEST_USER_CGROUP").map(PathBuf::from).filter(|p| p.join("cgroup.procs").exists())
+}
+
+/// Whether the host has a pure cgroup v2 hierarchy at /sys/fs/cgroup.
+pub fn pure_v2() -> bool {
+    Path::new("/sys/fs/cgroup/cgroup.controllers").exists()
+}
+
+/// The cgroup backend a run in `mode` gets on this host: as root, v2 on a pure v2 host and v1
+/// on a hybrid one; as the test user, v2 where a subtree is delegated to it, none otherwise.
+pub fn expected_cgroup(mode: Mode) -> Option<&'static str> {
+    match mode {
+        Mode::Root if pure_v2() => Some("cgroup v2"),
+        Mode::Root => Some("cgroup v1"),
+        Mode::User if pure_v2() && user_cgroup().is_some() => Some("cgroup v2"),
+        Mode::User => None,
+    }
+}
+
+/// Says, where the test output shows it, that a test (or a part of it) did not run here and
+/// why; the count of these lines is the count of skips.
+pub fn skip(what: &str, why: &str) {
+    eprintln!("SKIPPED: {what}: {why}");
+}
+
+/// The host uid (and gid) of the sandbox's root when polysandbox runs as root: the
+/// `polysandbox` entry of /etc/subuid, else 0x60000000 (see sandbox::idmap).
+pub fn root_base() -> u32 {
+    std::fs::read_to_string("/etc/subuid")
+        .ok()
+        .and_then(|s| {
+            s.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.len() == 3 && f[0] == "polysandbox" && f[2].parse::<u32>().ok()? >= 65536).then(|| f[1].parse().ok())?
+            })
+        })
+        .unwrap_or(0x6000_0000)
+}
+
+impl Mode {
+    /// A fresh directory the sandbox's root may write through a read-write bind: as root, owned
+    /// by the sandbox root's host id (read-write binds are not idmapped); as the test user, its.
+    pub fn bind_dir(self, name: &str) -> PathBuf {
+        let path = self.owned_dir(name);
+        if self == Mode::Root {
+            std::os::unix::fs::chown(&path, Some(root_base()), Some(root_base())).unwrap();
         }
         path
     }

@@ -1,0 +1,151 @@
+#!/bin/bash
+# The sandbox test suite (tests/sandbox.rs) on a real arm64 kernel: Debian bookworm arm64 under
+# qemu-system-aarch64 (TCG, no KVM) on an x86_64 Debian 12 host, booted twice from one disk:
+# once with the cgroup v1/v2 hybrid layout CI hosts like this one have, once with a pure
+# cgroup v2 hierarchy and a subtree delegated to the unprivileged user as systemd delegates
+# user@UID.service. In each boot the suite runs as root and as psbtest (the suite does both).
+# As root, from a checkout:   bash .ci/arm64-vm.sh [LAYOUT...]   (default: hybrid v2)
+# Env: WORKDIR (default .cache/arm64; the rootfs and kernel are kept there as a cache),
+# LEAK_RUNS (POLYSANDBOX_LEAK_RUNS in the VM, default 100), TEST_THREADS (4), VM_TIMEOUT (900 s
+# a boot), CPU (max,pauth-impdef=on: about 3x faster under TCG than plain max).
+# Prints the suite's own `cargo test` lines; exits 0 only if every boot's suite passed.
+# Leaves binfmt_misc mounted with qemu-aarch64 registered (the arm64 rootfs's maintainer
+# scripts run through it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+W=${WORKDIR:-$REPO/.cache/arm64}
+CPU=${CPU:-max,pauth-impdef=on}
+LAYOUTS=("$@"); [ ${#LAYOUTS[@]} -gt 0 ] || LAYOUTS=(hybrid v2)
+T0=$(date +%s)
+phase() { echo "== arm64 [$(( $(date +%s) - T0 ))s] $*"; }
+mkdir -p "$W"
+# Debian's mirror as this machine's apt has it (mmdebstrap's default otherwise).
+MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+phase "packages"
+need=()
+for p in qemu-system-arm qemu-user-static binfmt-support mmdebstrap cpio e2fsprogs file gcc-aarch64-linux-gnu; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${need[@]}" >/dev/null
+fi
+rustup target list --installed | grep -q aarch64-unknown-linux-gnu || rustup target add aarch64-unknown-linux-gnu
+[ -e /proc/sys/fs/binfmt_misc/register ] || mount -t binfmt_misc binfmt_misc /proc/sys/fs/binfmt_misc
+update-binfmts --enable qemu-aarch64 2>/dev/null || true
+[ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || { echo "arm64: qemu-aarch64 is not registered with binfmt_misc" >&2; exit 1; }
+
+phase "arm64 build: polysandbox and the sandbox test binary (static, non-PIE on aarch64)"
+cargo build --release --quiet --target aarch64-unknown-linux-gnu
+TESTBIN=$(cargo test --release --target aarch64-unknown-linux-gnu --no-run --test sandbox 2>&1 |
+          sed -n 's/.*Executable tests\/sandbox.rs (\(.*\))/\1/p')
+[ -n "$TESTBIN" ]
+case $TESTBIN in /*) ;; *) TESTBIN=$REPO/$TESTBIN;; esac
+file -L target/aarch64-unknown-linux-gnu/release/polysandbox | grep -q "ARM aarch64.*statically linked"
+
+phase "arm64 rootfs (cached)"
+if [ ! -e "$W/root.done" ]; then
+  rm -rf "$W/root"
+  mmdebstrap --quiet --arch=arm64 --variant=minbase \
+    --include=busybox-static,util-linux,gcc,libc6-dev,file,procps \
+    --customize-hook='chroot "$1" useradd -m -s /bin/sh psbtest' \
+    bookworm "$W/root" "$MIRROR" </dev/null
+  touch "$W/root.done"
+fi
+if [ ! -e "$W/kernel.done" ]; then
+  rm -rf "$W/kernel"
+  mmdebstrap --quiet --arch=arm64 --variant=extract --include=linux-image-arm64 bookworm "$W/kernel" "$MIRROR" </dev/null
+  touch "$W/kernel.done"
+fi
+KMOD=$W/kernel/lib/modules; [ -d "$KMOD" ] || KMOD=$W/kernel/usr/lib/modules
+KVER=$(ls "$KMOD" | head -1)
+
+phase "initrd: busybox, and the modules for root on virtio-blk/ext4 and for overlayfs"
+I=$(mktemp -d); mkdir -p "$I"/{bin,proc,sys,dev,newroot,mod}
+cp "$W/root/bin/busybox" "$I/bin/busybox"
+for m in lib/crc16 crypto/crc32c_generic fs/mbcache fs/jbd2/jbd2 fs/ext4/ext4 \
+         drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci_modern_dev \
+         drivers/virtio/virtio_pci drivers/block/virtio_blk fs/overlayfs/overlay; do
+  cp "$KMOD/$KVER/kernel/$m.ko" "$I/mod/"; basename "$m.ko" >> "$I/mod/order"
+done
+cat > "$I/init" <<'EOF'
+#!/bin/busybox sh
+/bin/busybox --install -s /bin
+mount -t proc proc /proc; mount -t sysfs sysfs /sys; mount -t devtmpfs devtmpfs /dev
+for m in $(cat /mod/order); do insmod /mod/$m || echo "initrd: insmod $m failed"; done
+i=0; while [ ! -b /dev/vda ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+mount -t ext4 -o rw /dev/vda /newroot || { echo "initrd: cannot mount /dev/vda"; poweroff -f; }
+umount /proc /sys; mount --move /dev /newroot/dev
+exec switch_root /newroot /psinit
+EOF
+chmod +x "$I/init"
+(cd "$I" && find . | cpio -o -H newc --quiet | gzip -1) > "$W/initrd.gz"
+rm -rf "$I"
+cp "$W/kernel/boot/vmlinuz-$KVER" "$W/vmlinuz"
+
+phase "stage the checkout's paths (CARGO_MANIFEST_DIR and CARGO_BIN_EXE_polysandbox are absolute)"
+R="$W/root"
+rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures" "$R/$(dirname "$TESTBIN")"
+cp rootfs/busybox.sh "$R/$REPO/rootfs/"
+cp tests/fixtures/probe.c "$R/$REPO/tests/fixtures/"
+mkdir -p "$R/$REPO/target/aarch64-unknown-linux-gnu/release"
+cp target/aarch64-unknown-linux-gnu/release/polysandbox "$R/$REPO/target/aarch64-unknown-linux-gnu/release/"
+cp "$TESTBIN" "$R/$TESTBIN"
+cat > "$R/psinit" <<EOF
+#!/bin/sh
+# PID 1 of the VM: the mounts a host has, the cgroup layout the kernel command line names
+# (psb.cgroups=hybrid|v2), the suite, power off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+mount -o remount,rw /; mount -t proc proc /proc; mount -t sysfs sysfs /sys
+mkdir -p /dev/pts /dev/shm /run; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm; mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+layout=hybrid; grep -q 'psb.cgroups=v2' /proc/cmdline && layout=v2
+if [ \$layout = v2 ]; then
+  mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
+  # As systemd delegates user@UID.service: the user owns the directory and its
+  # cgroup.procs, cgroup.subtree_control and cgroup.threads; its processes live in a leaf.
+  echo "+cpu +memory +pids" > /sys/fs/cgroup/cgroup.subtree_control
+  u=\$(id -u psbtest); s=/sys/fs/cgroup/user.slice/user-\$u.slice/user@\$u.service
+  mkdir -p \$s
+  echo "+cpu +memory +pids" > /sys/fs/cgroup/user.slice/cgroup.subtree_control
+  echo "+cpu +memory +pids" > /sys/fs/cgroup/user.slice/user-\$u.slice/cgroup.subtree_control
+  mkdir \$s/tests
+  chown psbtest \$s \$s/cgroup.procs \$s/cgroup.subtree_control \$s/cgroup.threads \
+    \$s/tests \$s/tests/cgroup.procs \$s/tests/cgroup.subtree_control \$s/tests/cgroup.threads
+  export POLYSANDBOX_TEST_USER_CGROUP=\$s/tests
+else   # like the CI host: v1 controllers, and an empty v2 tree at unified/
+  mount -t tmpfs -o mode=755 tmpfs /sys/fs/cgroup
+  for c in cpu cpuacct cpuset memory devices freezer blkio pids; do
+    mkdir /sys/fs/cgroup/\$c; mount -t cgroup -o \$c cgroup /sys/fs/cgroup/\$c
+  done
+  mkdir /sys/fs/cgroup/systemd /sys/fs/cgroup/unified
+  mount -t cgroup -o none,name=systemd cgroup /sys/fs/cgroup/systemd
+  mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified
+fi
+hostname vm; busybox ip link set lo up
+echo "PSVM: booted (\$layout cgroups), uptime \$(cut -d' ' -f1 /proc/uptime) s, \$(uname -m) \$(uname -r), \$(nproc) cpus"
+cd $REPO
+POLYSANDBOX_LEAK_RUNS=\${LEAK_RUNS:-${LEAK_RUNS:-100}} $TESTBIN --test-threads=${TEST_THREADS:-4}
+echo "PSVM: suite exit \$?, uptime \$(cut -d' ' -f1 /proc/uptime) s"
+sync; busybox poweroff -f
+EOF
+chmod +x "$R/psinit"
+
+phase "disk image"
+rm -f "$W/disk.img"
+mkfs.ext4 -q -F -L root -d "$R" "$W/disk.img" 4G
+
+fail=0
+for layout in "${LAYOUTS[@]}"; do
+  phase "boot ($layout cgroups; qemu-system-aarch64 -cpu $CPU -smp 2, TCG)"
+  timeout "${VM_TIMEOUT:-900}" qemu-system-aarch64 -M virt -cpu "$CPU" -smp 2 -m 2048 -nographic -no-reboot -nic none \
+    -kernel "$W/vmlinuz" -initrd "$W/initrd.gz" \
+    -drive file="$W/disk.img",format=raw,if=virtio,cache=unsafe \
+    -append "console=ttyAMA0 quiet panic=-1 psb.cgroups=$layout" </dev/null | tr -d '\r' | tee "$W/console-$layout.log" || true
+  rc=$(sed -n 's/^PSVM: suite exit \([0-9]*\),.*/\1/p' "$W/console-$layout.log")
+  phase "$layout: suite exit ${rc:-none (the VM did not finish)}"
+  [ "${rc:-1}" = 0 ] || fail=1
+done
+exit $fail
