@@ -89,9 +89,12 @@ struct MountAttr {
     userns_fd: u64,
 }
 
-/// Sets mount attributes on a whole (detached) tree: read-only, nosuid, nodev, an idmapping.
+/// Sets mount attributes on a whole (detached) tree: read-only, nosuid, nodev, an idmapping;
+/// and makes every mount of it private. A clone keeps its source's peer group otherwise: a
+/// mount made on it inside the sandbox (a nested bind) would appear on the host, and a host
+/// mount made under its source after the start would appear in the sandbox.
 pub fn mount_setattr(tree: RawFd, set: u64, userns: Option<RawFd>, what: &str) -> Result<()> {
-    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: userns.map_or(0, |f| f as u64) };
+    let attr = MountAttr { attr_set: set, attr_clr: 0, propagation: libc::MS_PRIVATE, userns_fd: userns.map_or(0, |f| f as u64) };
     let empty = c"";
     // SAFETY: attr lives across the call; size matches the struct.
     let r = unsafe {

@@ -53,7 +53,7 @@ pub fn main() -> i32 {
             return 0;
         }
     };
-    match cli.command {
+    let code = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Eval(args) => eval::main(args),
         Command::Pull(args) => pull::main(args),
@@ -62,7 +62,10 @@ pub fn main() -> i32 {
         Command::Inspect(args) => inspect::main(args),
         Command::Rmi(args) => rmi::main(args),
         Command::Prune(args) => prune::main(args),
-    }
+    };
+    // No init of ours outlives us unreaped.
+    crate::sandbox::reap_all();
+    code
 }
 
 /// Prints one error line, the way every subcommand reports its own failures.

@@ -269,7 +269,7 @@ fn image_user(rootfs: &std::path::Path, u: &str) -> Result<(u32, u32), String> {
         return Ok(ids);
     }
     let (name, group) = u.split_once(':').unwrap_or((u, ""));
-    let passwd = std::fs::read_to_string(rootfs.join("etc/passwd")).unwrap_or_default();
+    let passwd = read_in_root(rootfs, "/etc/passwd").unwrap_or_default();
     let (uid, gid) = passwd
         .lines()
         .find_map(|l| {
@@ -282,10 +282,69 @@ fn image_user(rootfs: &std::path::Path, u: &str) -> Result<(u32, u32), String> {
     Ok((uid, gid))
 }
 
+/// A small regular file of the image, resolved inside the image (its symlinks, absolute or
+/// `..`, cannot lead out to the host's files), opened without blocking (a FIFO there cannot
+/// hang us) and read up to 1 MiB. None if it is not there or not a regular file.
+fn read_in_root(rootfs: &std::path::Path, path: &str) -> Option<String> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let root = crate::sys::open(&crate::sys::cpath(rootfs), libc::O_PATH | libc::O_DIRECTORY, "the rootfs").ok()?;
+    let fd = crate::sys::openat2(root.as_raw_fd(), path, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, crate::sys::RESOLVE_IN_ROOT | crate::sys::RESOLVE_NO_MAGICLINKS).ok()?;
+    let f = std::fs::File::from(fd);
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut text = String::new();
+    f.take(1 << 20).read_to_string(&mut text).ok()?;
+    Some(text)
+}
+
 fn parse_user(u: &str) -> Result<(u32, u32), String> {
     let bad = || format!("invalid --user '{u}': expected UID[:GID] (numbers)");
     let (a, b) = u.split_once(':').unwrap_or((u, ""));
     let uid: u32 = a.parse().map_err(|_| bad())?;
     let gid: u32 = if b.is_empty() { uid } else { b.parse().map_err(|_| bad())? };
     Ok((uid, gid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An image whose /etc/passwd leads out of it (absolute symlink, `..` symlink, a symlinked
+    /// /etc) or is a FIFO: the host file is never read, the FIFO never blocks.
+    #[test]
+    fn image_files_are_read_inside_the_image() {
+        let base = std::env::temp_dir().join(format!("psb-readinroot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let host = base.join("host-secret");
+        std::fs::create_dir_all(&base).unwrap();
+        std::fs::write(&host, "alice:x:4242:4242::/:/bin/sh\n").unwrap();
+        let attempts: Vec<(&str, Box<dyn Fn(&std::path::Path)>)> = vec![
+            ("absolute", Box::new(|r: &std::path::Path| std::os::unix::fs::symlink(&host, r.join("etc/passwd")).unwrap())),
+            ("dotdot", Box::new(|r: &std::path::Path| std::os::unix::fs::symlink("../../host-secret", r.join("etc/passwd")).unwrap())),
+            ("etc", Box::new(|r: &std::path::Path| {
+                std::fs::remove_dir(r.join("etc")).unwrap();
+                std::os::unix::fs::symlink(&base, r.join("etc")).unwrap();
+                std::fs::write(base.join("passwd"), "alice:x:4242:4242::/:/bin/sh\n").unwrap();
+            })),
+            ("fifo", Box::new(|r: &std::path::Path| {
+                nix::unistd::mkfifo(&r.join("etc/passwd"), nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+            })),
+        ];
+        for (name, plant) in attempts {
+            let root = base.join(format!("root-{name}"));
+            std::fs::create_dir_all(root.join("etc")).unwrap();
+            plant(&root);
+            let got = read_in_root(&root, "/etc/passwd").unwrap_or_default();
+            assert!(!got.contains("alice"), "{name}: read a host file through the image: {got}");
+            assert!(image_user(&root, "alice").is_err(), "{name}");
+        }
+        // The image's own file is read.
+        let root = base.join("root-plain");
+        std::fs::create_dir_all(root.join("etc")).unwrap();
+        std::fs::write(root.join("etc/passwd"), "bob:x:7:8::/:/bin/sh\n").unwrap();
+        assert_eq!(image_user(&root, "bob").unwrap(), (7, 8));
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }

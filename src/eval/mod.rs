@@ -343,6 +343,10 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
     let _ = std::fs::write(logs.join("patch.diff"), &prepared.applied);
     let report_dir = scratch.join("report");
     let _ = std::fs::create_dir_all(&report_dir);
+    if let Err(e) = hand_to_sandbox(&[&prepared.tree, &report_dir]) {
+        r.reason = Some(e);
+        return r;
+    }
     const REPORT: &str = "/polysandbox-report";
     let stats = logs.join("usage.json");
     let _ = std::fs::remove_file(&stats);
@@ -392,6 +396,30 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         });
     }
     r
+}
+
+/// As root, the sandbox's root is an unprivileged host id and read-write binds are not
+/// idmapped (nothing the sandbox writes may be owned by host root, see `sandbox::idmap`): the
+/// trees it must write become that id's. Symlinks are changed themselves, never followed.
+fn hand_to_sandbox(trees: &[&Path]) -> Result<(), String> {
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let (uid, gid) = crate::sandbox::root_host_ids();
+    fn walk(p: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+        std::os::unix::fs::lchown(p, Some(uid), Some(gid))?;
+        if std::fs::symlink_metadata(p)?.is_dir() {
+            for e in std::fs::read_dir(p)? {
+                walk(&e?.path(), uid, gid)?;
+            }
+        }
+        Ok(())
+    }
+    for t in trees {
+        walk(t, uid, gid).map_err(|e| format!("cannot hand {} to the sandbox's user: {e}", t.display()))?;
+    }
+    Ok(())
 }
 
 fn key_of(pred: &Prediction, runner: &Runner, image: &str, timeout: &str, memory: u64, cpus: f64, inst: &Instance) -> String {

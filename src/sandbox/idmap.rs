@@ -5,8 +5,12 @@
 //!
 //! Root: the sandbox's ids 0..65536 are an unprivileged host range (the `polysandbox` entry of
 //! /etc/subuid and /etc/subgid, else 1610612736..+65536), so that nothing inside is ever host
-//! uid 0. The rootfs and bind mounts are idmapped mounts of the same mapping, so root-owned
-//! files appear owned by the sandbox's root without being chowned.
+//! uid 0. The rootfs and read-only binds are idmapped mounts of the same mapping, so root-owned
+//! files appear owned by the sandbox's root without being chowned. Read-write binds are not
+//! idmapped: an idmapped tree writes what the sandbox's root creates as host uid 0 (a setuid-root
+//! binary, or a file capability stored for host root, planted for any local user to run). There
+//! the sandbox writes as its own host ids (root inside = the range's first id), and sees files
+//! of other host owners as theirs (nobody's, unless it is its own).
 
 use super::Error;
 use crate::sys;
@@ -47,16 +51,40 @@ pub fn write_maps(pid: i32, rootless: bool) -> Result<(), Error> {
     Ok(())
 }
 
-/// A detached copy of the tree at `path`, idmapped through `userns` (and read-only if asked).
-pub fn idmapped_tree(path: &Path, readonly: bool, userns: RawFd) -> Result<OwnedFd, Error> {
+/// The host uid and gid of the sandbox's root when polysandbox runs as root.
+pub fn root_host_ids() -> (u32, u32) {
+    (range_from("/etc/subuid"), range_from("/etc/subgid"))
+}
+
+/// A detached copy of the tree at `path` for a bind: always nosuid and nodev (nothing in it
+/// can carry privilege into the sandbox, and nothing the sandbox leaves there runs with
+/// privilege through this mount); idmapped through `userns` (root-owned files appear owned by
+/// the sandbox's root) only where it is read-only (see the module's doc).
+pub fn bind_tree(path: &Path, readonly: bool, userns: Option<RawFd>) -> Result<OwnedFd, Error> {
     let what = path.display().to_string();
     let tree = sys::open_tree(libc::AT_FDCWD, &sys::cpath(path), &what)?;
-    let mut set = sys::MOUNT_ATTR_IDMAP;
-    if readonly {
-        set |= sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
-    }
     use std::os::fd::AsRawFd;
-    sys::mount_setattr(tree.as_raw_fd(), set, Some(userns), &what).map_err(|e| {
+    if !readonly || userns.is_none() {
+        let mut set = sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV;
+        if readonly {
+            set |= sys::MOUNT_ATTR_RDONLY;
+        }
+        sys::mount_setattr(tree.as_raw_fd(), set, None, &what)?;
+        return Ok(tree);
+    }
+    idmap(tree, sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV, userns.unwrap_or(-1), what)
+}
+
+/// A detached copy of the tree at `path`, idmapped through `userns`: the rootfs.
+pub fn idmapped_tree(path: &Path, userns: RawFd) -> Result<OwnedFd, Error> {
+    let what = path.display().to_string();
+    let tree = sys::open_tree(libc::AT_FDCWD, &sys::cpath(path), &what)?;
+    idmap(tree, 0, userns, what)
+}
+
+fn idmap(tree: OwnedFd, attrs: u64, userns: RawFd, what: String) -> Result<OwnedFd, Error> {
+    use std::os::fd::AsRawFd;
+    sys::mount_setattr(tree.as_raw_fd(), sys::MOUNT_ATTR_IDMAP | attrs, Some(userns), &what).map_err(|e| {
         let why = if sys::kernel_at_least(5, 12) {
             format!("{what} is on {}, which this kernel cannot idmap", sys::fs_name(tree.as_raw_fd()))
         } else {

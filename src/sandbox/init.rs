@@ -422,6 +422,9 @@ impl ExecPlan {
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             // A new session: the caller's terminal is not ours to push input into (TIOCSTI).
             libc::setsid();
+            if let Some(fd) = plan.stdin {
+                libc::dup2(fd, 0);
+            }
             if let Some([out, err]) = plan.out_pipes {
                 libc::dup2(out, 1);
                 libc::dup2(err, 2);

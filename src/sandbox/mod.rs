@@ -30,6 +30,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+pub use idmap::root_host_ids;
+pub use monitor::reap_all;
 pub use report::Report;
 
 /// Exit statuses of `polysandbox run` besides the command's own (and 128+N for signal N).
@@ -167,6 +169,8 @@ pub(crate) struct Plan<'a> {
     /// Whether each bind source is a directory, decided here: the init may not be allowed to
     /// look at it (as root, it runs as the sandbox's unprivileged host uid).
     pub bind_is_dir: Vec<bool>,
+    /// What the command gets as stdin instead of ours (see [`private_stdin`]).
+    pub stdin: Option<i32>,
 }
 
 /// What the init receives after its go, while it builds the root filesystem: the supervisor
@@ -249,8 +253,10 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         }
         None => (None, None),
     };
+    let stdin = private_stdin()?;
     let plan = Plan {
         spec,
+        stdin: stdin.as_ref().map(|f| f.as_raw_fd()),
         rootfs: sys::cpath(&rootfs),
         rootless,
         self_exe: self_exe_id(),
@@ -281,6 +287,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     drop(init_sock);
     drop(plan);
     drop(out_write);
+    drop(stdin);
     let child = monitor::Child { pid, pidfd };
 
     // 6. Id maps and idmapped trees; then release the init.
@@ -302,10 +309,16 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // 7. While the init builds its root: the seccomp filter (a bad profile is the user's
     //    error, and kills the init), the cgroup (v1) and what falls back where it cannot hold
     //    a limit; then the init gets them, and only then starts the command.
+    // With a read-write bind, no file the command makes may be setuid or setgid (whatever the
+    // profile, even unconfined): it would outlive the run on the host.
+    let rw_bind = spec.binds.iter().any(|b| !b.readonly);
+    let compile = if rw_bind { seccomp::compile_no_setid } else { seccomp::compile };
+    let arch = seccomp::Arch::native();
     let seccomp = match &spec.seccomp {
+        Seccomp::Unconfined if rw_bind => compile(seccomp::ALLOW_ALL, arch).map(Some),
         Seccomp::Unconfined => Ok(None),
-        Seccomp::Default => seccomp::compile(seccomp::DEFAULT_PROFILE, seccomp::Arch::native()).map(Some),
-        Seccomp::Profile(json) => seccomp::compile(json, seccomp::Arch::native()).map(Some),
+        Seccomp::Default => compile(seccomp::DEFAULT_PROFILE, arch).map(Some),
+        Seccomp::Profile(json) => compile(json, arch).map(Some),
     };
     let seccomp = match seccomp {
         Ok(p) => p,
@@ -425,9 +438,9 @@ fn prepare_child(child: &monitor::Child, spec: &Spec, rootfs: &std::path::Path, 
     // root-owned rootfs (and binds) appear owned by the sandbox's root.
     let userns = sys::open(&sys::cstr(format!("/proc/{}/ns/user", child.pid)), libc::O_RDONLY, "the sandbox's user namespace")?;
     let mut fds = Vec::with_capacity(1 + spec.binds.len());
-    fds.push(idmap::idmapped_tree(rootfs, false, userns.as_raw_fd())?);
+    fds.push(idmap::idmapped_tree(rootfs, userns.as_raw_fd())?);
     for b in &spec.binds {
-        fds.push(idmap::idmapped_tree(&b.source, b.readonly, userns.as_raw_fd())?);
+        fds.push(idmap::bind_tree(&b.source, b.readonly, Some(userns.as_raw_fd()))?);
     }
     Ok(fds)
 }
@@ -477,6 +490,50 @@ fn single_threaded() -> Result<(), Error> {
         std::thread::sleep(Duration::from_millis(1));
     }
     Err(Error(format!("{} other threads still run in this process after 5 s: the sandbox cannot be cloned from it", threads() - 1)))
+}
+
+/// Our stdin as the command may have it. A pipe, socket or terminal is passed as it is. A
+/// regular file is not: the command could reopen it through /proc/self/fd/0 for writing (the
+/// open checks the file, not our fd's mode), and so write into a file it was given to read. It
+/// gets a sealed in-memory copy instead (from the current offset, which we advance as a reader
+/// would). A block device is refused (no copy of a disk; pipe it in).
+fn private_stdin() -> Result<Option<OwnedFd>, Error> {
+    let Ok(st) = nix::sys::stat::fstat(0) else { return Ok(None) };
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFREG => {}
+        libc::S_IFBLK => return Err(Error("stdin is a block device: pipe it in instead (cat DEVICE | polysandbox run ...)".into())),
+        _ => return Ok(None),
+    }
+    let err = |what: &str| Error(format!("stdin: {what}: {}", std::io::Error::last_os_error()));
+    // SAFETY: a valid C string and flags.
+    let fd = unsafe { libc::memfd_create(c"stdin".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(err("memfd_create"));
+    }
+    use std::os::fd::FromRawFd;
+    // SAFETY: a new fd we own.
+    let copy = unsafe { OwnedFd::from_raw_fd(fd) };
+    loop {
+        // SAFETY: plain sendfile between two fds we hold, from stdin's own offset.
+        let n = unsafe { libc::sendfile(fd, 0, std::ptr::null_mut(), 1 << 30) };
+        if n == 0 {
+            break;
+        }
+        if n < 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return Err(err("copy"));
+        }
+    }
+    // SAFETY: lseek and fcntl on our own memfd.
+    unsafe {
+        libc::lseek(fd, 0, libc::SEEK_SET);
+        if libc::fcntl(fd, libc::F_ADD_SEALS, libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL) != 0 {
+            return Err(err("seal"));
+        }
+    }
+    Ok(Some(copy))
 }
 
 fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {

@@ -267,6 +267,18 @@ pub fn reap_later(child: Child) {
     }
 }
 
+/// Reaps every init still pending, waiting for those still tearing their namespaces down:
+/// called before the process exits, so that no init is left a zombie for whoever reaps
+/// orphans (a subreaper that never does would collect one per run). By then the output and
+/// the usage record are written.
+pub fn reap_all() {
+    if let Ok(mut p) = PENDING.lock() {
+        for c in p.drain(..) {
+            c.reap();
+        }
+    }
+}
+
 pub fn reap_finished() {
     if let Ok(mut p) = PENDING.lock() {
         p.retain(|c| {

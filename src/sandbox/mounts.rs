@@ -47,19 +47,17 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     let mut trees = trees.into_iter();
     let lower = match trees.next() {
         Some(t) => t,
-        None => sys::open_tree(libc::AT_FDCWD, rootfs, "the rootfs")?,
+        None => {
+            let t = sys::open_tree(libc::AT_FDCWD, rootfs, "the rootfs")?;
+            sys::mount_setattr(t.as_raw_fd(), 0, None, "the rootfs")?;
+            t
+        }
     };
     let mut binds = Vec::with_capacity(spec.binds.len());
     for b in &spec.binds {
         let t = match trees.next() {
             Some(t) => t,
-            None => {
-                let t = sys::open_tree(libc::AT_FDCWD, &sys::cpath(&b.source), &b.source.display().to_string())?;
-                if b.readonly {
-                    sys::mount_setattr(t.as_raw_fd(), sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV, None, &b.target)?;
-                }
-                t
-            }
+            None => super::idmap::bind_tree(&b.source, b.readonly, None).map_err(|e| e.0)?,
         };
         binds.push(t);
     }
@@ -201,6 +199,10 @@ fn is_dir(fd: RawFd) -> bool {
     nix::sys::stat::fstat(fd).map(|s| s.st_mode & libc::S_IFMT == libc::S_IFDIR).unwrap_or(false)
 }
 
+/// Makes directory `name` in `dir` with `mode` exactly, if it is not there; leaves whatever is
+/// there alone. Never follows a symlink: before the pivot, one in the image (a dangling
+/// `/proc -> /home/user/.ssh`, or one swapped in meanwhile) would resolve against the host's
+/// root, so the mode is set through the new directory's own fd.
 fn mkdirat(dir: RawFd, name: &str, mode: u32) -> Result<()> {
     // SAFETY: valid C string and dirfd.
     if unsafe { libc::mkdirat(dir, cstr(name).as_ptr(), mode) } != 0 {
@@ -208,11 +210,13 @@ fn mkdirat(dir: RawFd, name: &str, mode: u32) -> Result<()> {
         if e.raw_os_error() != Some(libc::EEXIST) {
             return Err(format!("mkdir {name}: {e}"));
         }
+        return Ok(());
     }
-    // mkdir's mode is masked by the umask; set it as asked.
-    // SAFETY: as above.
-    unsafe { libc::fchmodat(dir, cstr(name).as_ptr(), mode, 0) };
-    Ok(())
+    // mkdir's mode is masked by the umask; set it as asked, on what we just made.
+    let fd = sys::openat2(dir, name, libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS)
+        .map_err(|e| format!("open {name}: {e}"))?;
+    nix::sys::stat::fchmodat(None, fd_path(fd.as_raw_fd(), "").as_c_str(), nix::sys::stat::Mode::from_bits_truncate(mode), nix::sys::stat::FchmodatFlags::FollowSymlink)
+        .map_err(|e| format!("chmod {name}: {e}"))
 }
 
 /// Opens directory `path` inside `root` (symlinks resolved as if `root` were /), creating it

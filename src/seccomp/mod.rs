@@ -219,10 +219,73 @@ impl Cond {
 /// A compiled filter, ready to install.
 pub struct Program(pub Vec<SockFilter>);
 
+/// Where a mode argument sits, per syscall that creates a file or changes its mode.
+const MODE_ARGS: &[(&str, u32)] = &[
+    ("chmod", 1),
+    ("fchmod", 1),
+    ("fchmodat", 2),
+    ("fchmodat2", 2),
+    ("creat", 1),
+    ("open", 2),
+    ("openat", 3),
+    ("mknod", 1),
+    ("mknodat", 2),
+];
+
+/// Rules that keep the command from making any file setuid or setgid (EPERM), placed before
+/// the profile's own: used whenever the sandbox has a read-write bind, where such a file would
+/// outlive the run on the host for any local user to execute (the bind itself is nosuid, the
+/// host's view of the directory is not). `openat2` gets ENOSYS (its mode is behind a pointer,
+/// which seccomp cannot read; libc falls back to openat). Existing setuid files still work.
+fn no_setid_rules() -> Vec<Rule> {
+    let mut rules = Vec::new();
+    for (name, index) in MODE_ARGS {
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            rules.push(Rule {
+                names: vec![name.to_string()],
+                name: None,
+                action: "SCMP_ACT_ERRNO".into(),
+                errno_ret: Some(libc::EPERM as u32),
+                args: Some(vec![ArgCond { index: *index, value: bit as u64, value_two: bit as u64, op: "SCMP_CMP_MASKED_EQ".into() }]),
+                includes: None,
+                excludes: None,
+            });
+        }
+    }
+    rules.push(Rule {
+        names: vec!["openat2".into()],
+        name: None,
+        action: "SCMP_ACT_ERRNO".into(),
+        errno_ret: Some(libc::ENOSYS as u32),
+        args: None,
+        includes: None,
+        excludes: None,
+    });
+    rules
+}
+
+/// A profile that allows everything: what `--seccomp unconfined` still installs when the
+/// sandbox must not make setuid files ([`compile_no_setid`]).
+pub const ALLOW_ALL: &str = r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#;
+
 /// Compiles a Docker-format JSON profile for `arch`.
 pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
-    let profile: Profile =
+    compile_inner(json, arch, false)
+}
+
+/// Like [`compile`], with the rules that refuse to make setuid or setgid files first.
+pub fn compile_no_setid(json: &str, arch: Arch) -> Result<Program, String> {
+    compile_inner(json, arch, true)
+}
+
+fn compile_inner(json: &str, arch: Arch, no_setid: bool) -> Result<Program, String> {
+    let mut profile: Profile =
         serde_json::from_str(json).map_err(|e| format!("invalid seccomp profile: {e}"))?;
+    if no_setid {
+        let mut rules = no_setid_rules();
+        rules.append(&mut profile.syscalls);
+        profile.syscalls = rules;
+    }
     let default_errno = profile.default_errno_ret.unwrap_or(libc::EPERM as u32);
     let default = action(&profile.default_action, profile.default_errno_ret, default_errno)?;
     // syscall number -> alternatives (conditions, action), in profile order.
@@ -673,5 +736,36 @@ mod tests {
             let d = on(&a, Arch::Aarch64, name, [0; 6]);
             assert!(d != bpf::RET_ALLOW || ["sync_file_range2"].contains(&name.as_str()), "{name} allowed only on aarch64");
         }
+    }
+
+    #[test]
+    fn no_setid_rules_refuse_setuid_and_setgid_modes_only() {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            for base in [DEFAULT_PROFILE, ALLOW_ALL] {
+                let p = compile_no_setid(base, arch).unwrap();
+                let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
+                let at = |name: &str, idx: usize, mode: u64| {
+                    let mut args = [0u64; 6];
+                    args[idx] = mode;
+                    decide(&p, arch.audit(), arch.lookup(name).unwrap(), args)
+                };
+                for (name, idx) in MODE_ARGS {
+                    if arch.lookup(name).is_none() {
+                        continue;
+                    }
+                    let idx = *idx as usize;
+                    assert_eq!(at(name, idx, 0o4755), eperm, "{arch:?} {name}");
+                    assert_eq!(at(name, idx, 0o2755), eperm, "{arch:?} {name}");
+                    // Upper garbage above the 16-bit umode_t does not hide the bits.
+                    assert_eq!(at(name, idx, 0xffff_0000_0000_0000 | 0o4755), eperm, "{arch:?} {name}");
+                    assert_ne!(at(name, idx, 0o755), eperm, "{arch:?} {name}");
+                    assert_ne!(at(name, idx, 0o1777), eperm, "{arch:?} {name}");
+                }
+                assert_eq!(decide(&p, arch.audit(), arch.lookup("openat2").unwrap(), [0; 6]), bpf::RET_ERRNO | libc::ENOSYS as u32);
+            }
+        }
+        // Without it, a setuid chmod is as the profile says.
+        let p = compile(DEFAULT_PROFILE, Arch::X86_64).unwrap();
+        assert_eq!(decide(&p, Arch::X86_64.audit(), Arch::X86_64.lookup("chmod").unwrap(), [0, 0o4755, 0, 0, 0, 0]), bpf::RET_ALLOW);
     }
 }

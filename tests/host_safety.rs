@@ -1,0 +1,239 @@
+//! Host safety (issue: nothing a hostile image, bind or command does may reach the host, another
+//! user, or a limit). Each test attacks one class from inside a sandbox, or through what the
+//! sandbox is given, as root and as the unprivileged user, and checks the host afterwards.
+
+mod common;
+
+use common::*;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+use std::process::Stdio;
+
+/// The raw `security.capability` xattr of `p`, if any.
+fn file_caps(p: &Path) -> Option<Vec<u8>> {
+    let c = std::ffi::CString::new(p.to_str().unwrap()).unwrap();
+    let mut buf = [0u8; 64];
+    // SAFETY: valid C strings and a buffer of the size given.
+    let n = unsafe { libc::lgetxattr(c.as_ptr(), c"security.capability".as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (n > 0).then(|| buf[..n as usize].to_vec())
+}
+
+/// Class 1: privilege planted through a read-write bind. Every way to make a setuid or setgid
+/// file, a file capability or a device node, from inside; then, seen from the host, nothing in
+/// the directory is owned by host root, setuid/setgid, or carries a capability for host root.
+#[test]
+fn nothing_written_through_a_read_write_bind_carries_privilege_on_the_host() {
+    for m in modes() {
+        let dir = m.owned_dir("plant");
+        // As root the directory is root's: open to all, as a shared scratch directory would be
+        // (the sandbox's root is an unprivileged host id there, and must still not plant root's
+        // privilege).
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let o = m.run(
+            &["-v", &format!("{}:/b", dir.display())],
+            &[
+                "/bin/sh",
+                "-c",
+                "probe setuid-creat=/b/a setgid-open=/b/b setuid-chmod=/b/c setuid-fchmodat=/b/d openat2=/b/e setcap=/b/f mknod=/b/g; \
+                 cp /bin/probe /b/h; chmod u+s /b/h; chmod g+s /b/h; cp -p /bin/probe /b/i; chmod 6755 /b/i; \
+                 grep ' /b ' /proc/mounts",
+            ],
+        );
+        let out = stdout(&o);
+        for (call, want) in [("setuid-creat", "EPERM"), ("setgid-open", "EPERM"), ("setuid-chmod", "EPERM"), ("setuid-fchmodat", "EPERM"), ("openat2", "ENOSYS")] {
+            assert!(out.contains(&format!("{call}: {want}\n")), "{m:?}: {call} not {want}: {out}{}", stderr(&o));
+        }
+        let mount_line = out.lines().find(|l| l.contains(" /b ")).unwrap_or_else(|| panic!("{m:?}: /b not mounted: {out}"));
+        assert!(mount_line.contains("nosuid") && mount_line.contains("nodev"), "{m:?}: {mount_line}");
+        let mut seen = 0;
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let md = e.metadata().unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            seen += 1;
+            assert_ne!(md.uid(), 0, "{m:?}: {name} is owned by host root");
+            assert_eq!(md.mode() & 0o6000, 0, "{m:?}: {name} is setuid/setgid on the host: {:o}", md.mode());
+            assert!(!md.file_type().is_char_device() && !md.file_type().is_block_device(), "{m:?}: {name} is a device node");
+            if let Some(cap) = file_caps(&e.path()) {
+                // A v3 capability (magic 0x03000000) holds for the namespace whose root is its
+                // rootid; host root is 0, and a v2 one holds for host root.
+                let magic = u32::from_le_bytes(cap[0..4].try_into().unwrap()) & 0xff00_0000;
+                assert_eq!(magic, 0x0300_0000, "{m:?}: {name} has a host-wide file capability {cap:x?}");
+                let rootid = u32::from_le_bytes(cap[20..24].try_into().unwrap());
+                assert_ne!(rootid, 0, "{m:?}: {name} has a file capability for host root");
+            }
+            use std::os::unix::fs::FileTypeExt;
+        }
+        assert!(seen >= 3, "{m:?}: the sandbox wrote almost nothing ({seen} files): the test shows nothing: {out} {}", stderr(&o));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Class 1, the other direction: a setuid file that is in a bind (put there by whoever) gives
+/// nothing inside: binds are nosuid. As root, a file owned by host root appears owned by the
+/// sandbox's root through an idmapped (read-only) bind; a command running as uid 1000 inside
+/// must not become 0 by executing it.
+#[test]
+fn a_setuid_file_in_a_bind_does_not_raise_privilege_inside() {
+    if !is_root() {
+        skip("a_setuid_file_in_a_bind_does_not_raise_privilege_inside", "needs root to make a setuid file and run as another uid inside");
+        return;
+    }
+    let dir = Mode::Root.owned_dir("suid");
+    let f = dir.join("su");
+    std::fs::copy(fixtures().dir.join("probe"), &f).unwrap();
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).unwrap();
+    for ro in ["ro", "rw"] {
+        let base = root_base();
+        // Read-write binds are not idmapped: make it the sandbox root's there.
+        let owner = if ro == "rw" { base } else { 0 };
+        std::os::unix::fs::chown(&f, Some(owner), Some(owner)).unwrap();
+        std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        let o = Mode::Root.run(&["--user", "1000:1000", "-v", &format!("{}:/s:{ro}", dir.display())], &["/bin/sh", "-c", "ls -ln /s/su; /s/su euid"]);
+        let out = stdout(&o);
+        assert!(out.contains("-rwsr-xr-x") && out.contains(" 0 "), "{ro}: the file does not look setuid root inside: {out} {}", stderr(&o));
+        assert!(out.contains("euid: 1000\n"), "{ro}: setuid worked through a bind: {out} {}", stderr(&o));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Class 9: every run reaps what it created before it exits. Under a subreaper that never
+/// reaps (a container's or CI step's pid 1, a Slurm step), runs must leave no zombie behind.
+#[test]
+fn runs_leave_no_zombie_under_a_subreaper_that_never_reaps() {
+    // The subreaper waits for each run's own pid only, as subprocess does, then lists its
+    // zombie children.
+    const SUBREAPER: &str = r#"
+import ctypes, os, subprocess, sys, time
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+for _ in range(20):
+    subprocess.run(sys.argv[1:], check=True)
+time.sleep(0.5)
+me = str(os.getpid())
+z = []
+for p in os.listdir("/proc"):
+    try:
+        st = open(f"/proc/{p}/stat").read()
+    except (OSError, ValueError):
+        continue
+    f = st[st.rfind(")") + 2:].split()
+    if f[1] == me and f[0] == "Z":
+        z.append(p)
+print("zombies:", len(z))
+"#;
+    for m in modes() {
+        let f = fixtures();
+        let mut run: Vec<String> = Vec::new();
+        if m == Mode::User && is_root() {
+            run.extend(["setpriv".into(), format!("--reuid={}", f.uid), format!("--regid={}", f.gid), "--clear-groups".into()]);
+        }
+        run.extend([f.bin.display().to_string(), "run".into(), "-q".into(), "--rootfs".into(), m.rootfs().display().to_string(), "--".into(), "true".into()]);
+        let o = std::process::Command::new("python3").arg("-c").arg(SUBREAPER).args(&run).env("HOME", "/tmp").stdin(Stdio::null()).output().unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        assert_eq!(stdout(&o).trim(), "zombies: 0", "{m:?}: {}", stderr(&o));
+    }
+}
+
+/// Class 5: symlinks met while setting up mounts. A mount target in the image that is a
+/// dangling symlink to a host path (resolved in the image it leads nowhere; resolved against
+/// the host's root, where the init still is, it is a real directory): nothing on the host may
+/// be touched, whatever the run does with it.
+#[test]
+fn mount_targets_that_are_symlinks_to_host_paths_touch_nothing_on_the_host() {
+    let f = fixtures();
+    for m in modes() {
+        for how in ["--tmpfs", "-v", "-w"] {
+            let n = unique();
+            let victim = f.dir.join(format!("victim-{n}"));
+            std::fs::create_dir(&victim).unwrap();
+            std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o700)).unwrap();
+            // Owned by whoever the sandbox's setup runs as on the host, so that a chmod
+            // through the link would succeed.
+            let owner = match m {
+                Mode::Root => root_base(),
+                Mode::User => f.uid,
+            };
+            std::os::unix::fs::chown(&victim, Some(owner), Some(owner)).unwrap();
+            let link = m.rootfs().join(format!("evil-{n}"));
+            std::os::unix::fs::symlink(&victim, &link).unwrap();
+            let target = format!("/evil-{n}");
+            let src = m.bind_dir("evil-src");
+            let vol = format!("{}:{target}", src.display());
+            let opts: Vec<&str> = match how {
+                "--tmpfs" => vec!["--tmpfs", &target],
+                "-v" => vec!["-v", &vol],
+                _ => vec!["-w", &target],
+            };
+            let o = m.run(&opts, &["/bin/sh", "-c", "touch planted; true"]);
+            let md = std::fs::metadata(&victim).unwrap();
+            assert_eq!(md.mode() & 0o7777, 0o700, "{m:?} {how}: the host directory's mode changed: {}", stderr(&o));
+            assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "{m:?} {how}: something was made in the host directory");
+            // A refusal is one clear line.
+            if code(&o) == 125 {
+                assert_eq!(stderr(&o).lines().count(), 1, "{m:?} {how}: {}", stderr(&o));
+            }
+            std::fs::remove_file(&link).unwrap();
+            let _ = std::fs::remove_dir_all(&victim);
+        }
+    }
+}
+
+/// Class 6: mount propagation. With the bind sources on a shared mount (as systemd makes
+/// every mount), a bind nested in another bind must not appear on the host, and a host mount
+/// made under a bind source after the start must not appear in the sandbox. Done in a mount
+/// namespace of the test's own (its mounts never reach the real host's table).
+#[test]
+fn mounts_never_propagate_between_the_sandbox_and_the_host() {
+    if !is_root() {
+        skip("mounts_never_propagate_between_the_sandbox_and_the_host", "needs root for a mount namespace with a shared mount to test in");
+        return;
+    }
+    let f = fixtures();
+    for m in modes() {
+        let d = f.dir.join(format!("prop-{}", unique()));
+        std::fs::create_dir(&d).unwrap();
+        let runas = match m {
+            Mode::Root => String::new(),
+            Mode::User => format!("setpriv --reuid={} --regid={} --clear-groups", f.uid, f.gid),
+        };
+        let owner = match m {
+            Mode::Root => root_base(),
+            Mode::User => f.uid,
+        };
+        let script = format!(
+            r#"set -e
+D={d}
+mount -t tmpfs tmpfs $D; mount --make-shared $D; mkdir -p $D/a/late $D/b; chown -R {owner} $D/a $D/b
+{runas} {bin} run --timeout 30s --rootfs {rootfs} -v $D/a:/x -v $D/b:/x/y -- sh -c 'sleep 2; grep -c " /x/late " /proc/mounts || true' > $D/out 2>$D/err &
+sleep 1
+mount -t tmpfs late $D/a/late
+echo "host sees nested: $(grep -c " $D/a/y " /proc/self/mountinfo || true)"
+wait
+echo "sandbox sees late: $(cat $D/out)"
+cat $D/err >&2
+"#,
+            d = d.display(),
+            bin = f.bin.display(),
+            rootfs = m.rootfs().display()
+        );
+        let o = std::process::Command::new("unshare").args(["-m", "--propagation", "unchanged", "sh", "-c", &script]).output().unwrap();
+        let out = stdout(&o);
+        assert_eq!(code(&o), 0, "{m:?}: {out} {}", stderr(&o));
+        assert!(out.contains("host sees nested: 0\n"), "{m:?}: a sandbox mount propagated out: {out} {}", stderr(&o));
+        assert!(out.contains("sandbox sees late: 0\n"), "{m:?}: a host mount propagated in: {out} {}", stderr(&o));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// Class 8: the caller's stdin. A file given to read must not be writable back through
+/// /proc/self/fd/0 (the reopen checks the file, not the fd's mode).
+#[test]
+fn a_file_given_as_stdin_cannot_be_written_through_proc() {
+    for m in modes() {
+        let p = m.writable_file("stdin.txt");
+        std::fs::write(&p, "original\n").unwrap();
+        let file = std::fs::File::open(&p).unwrap();
+        let o = m.run_stdin(&[], &["/bin/sh", "-c", "cat; echo pwned > /proc/self/fd/0; echo pwned >> /dev/stdin; true"], Stdio::from(file));
+        assert_eq!(stdout(&o), "original\n", "{m:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "original\n", "{m:?}: the caller's stdin file was written");
+    }
+}
