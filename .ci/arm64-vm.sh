@@ -39,20 +39,28 @@ update-binfmts --enable qemu-aarch64 2>/dev/null || true
 
 phase "arm64 build: polysandbox and the sandbox test binary (static, non-PIE on aarch64)"
 cargo build --release --quiet --target aarch64-unknown-linux-gnu
-TESTBIN=$(cargo test --release --target aarch64-unknown-linux-gnu --no-run --test sandbox 2>&1 |
-          sed -n 's/.*Executable tests\/sandbox.rs (\(.*\))/\1/p')
-[ -n "$TESTBIN" ]
-case $TESTBIN in /*) ;; *) TESTBIN=$REPO/$TESTBIN;; esac
+SUITES="sandbox host_safety"
+TESTBINS=()
+for suite in $SUITES; do
+  t=$(cargo test --release --target aarch64-unknown-linux-gnu --no-run --test "$suite" 2>&1 |
+      sed -n "s/.*Executable tests\/$suite.rs (\(.*\))/\1/p")
+  [ -n "$t" ] || { echo "arm64: no test binary for $suite" >&2; exit 1; }
+  case $t in /*) ;; *) t=$REPO/$t;; esac
+  TESTBINS+=("$t")
+done
 file -L target/aarch64-unknown-linux-gnu/release/polysandbox | grep -q "ARM aarch64.*statically linked"
 
 phase "arm64 rootfs (cached)"
-if [ ! -e "$W/root.done" ]; then
-  rm -rf "$W/root"
+# The marker names the package list: a changed list builds the rootfs anew.
+PKGS=busybox-static,util-linux,gcc,libc6-dev,file,procps,python3-minimal
+MARK="$W/root.$(echo "$PKGS" | sha256sum | cut -c1-12).done"
+if [ ! -e "$MARK" ]; then
+  rm -rf "$W/root" "$W"/root.*done
   mmdebstrap --quiet --arch=arm64 --variant=minbase \
-    --include=busybox-static,util-linux,gcc,libc6-dev,file,procps \
+    --include="$PKGS" \
     --customize-hook='chroot "$1" useradd -m -s /bin/sh psbtest' \
     bookworm "$W/root" "$MIRROR" </dev/null
-  touch "$W/root.done"
+  touch "$MARK"
 fi
 if [ ! -e "$W/kernel.done" ]; then
   rm -rf "$W/kernel"
@@ -87,12 +95,12 @@ cp "$W/kernel/boot/vmlinuz-$KVER" "$W/vmlinuz"
 
 phase "stage the checkout's paths (CARGO_MANIFEST_DIR and CARGO_BIN_EXE_polysandbox are absolute)"
 R="$W/root"
-rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures" "$R/$(dirname "$TESTBIN")"
+rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures" "$R/$(dirname "${TESTBINS[0]}")"
 cp rootfs/busybox.sh "$R/$REPO/rootfs/"
 cp tests/fixtures/probe.c "$R/$REPO/tests/fixtures/"
 mkdir -p "$R/$REPO/target/aarch64-unknown-linux-gnu/release"
 cp target/aarch64-unknown-linux-gnu/release/polysandbox "$R/$REPO/target/aarch64-unknown-linux-gnu/release/"
-cp "$TESTBIN" "$R/$TESTBIN"
+for t in "${TESTBINS[@]}"; do cp "$t" "$R/$t"; done
 cat > "$R/psinit" <<EOF
 #!/bin/sh
 # PID 1 of the VM: the mounts a host has, the cgroup layout the kernel command line names
@@ -100,7 +108,6 @@ cat > "$R/psinit" <<EOF
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -o remount,rw /; mount -t proc proc /proc; mount -t sysfs sysfs /sys
 mkdir -p /dev/pts /dev/shm /run; mount -t devpts devpts /dev/pts; mount -t tmpfs tmpfs /dev/shm; mount -t tmpfs tmpfs /run
-mount -t tmpfs tmpfs /tmp
 layout=hybrid; grep -q 'psb.cgroups=v2' /proc/cmdline && layout=v2
 if [ \$layout = v2 ]; then
   mount -t cgroup2 -o nsdelegate cgroup2 /sys/fs/cgroup
@@ -127,8 +134,12 @@ fi
 hostname vm; busybox ip link set lo up
 echo "PSVM: booted (\$layout cgroups), uptime \$(cut -d' ' -f1 /proc/uptime) s, \$(uname -m) \$(uname -r), \$(nproc) cpus"
 cd $REPO
-POLYSANDBOX_LEAK_RUNS=\${LEAK_RUNS:-${LEAK_RUNS:-100}} $TESTBIN --test-threads=${TEST_THREADS:-4}
-echo "PSVM: suite exit \$?, uptime \$(cut -d' ' -f1 /proc/uptime) s"
+rc=0
+for t in ${TESTBINS[*]}; do
+  echo "PSVM: running \$(basename \$t)"
+  POLYSANDBOX_LEAK_RUNS=${LEAK_RUNS:-100} \$t --test-threads=${TEST_THREADS:-4} || rc=1
+done
+echo "PSVM: suite exit \$rc, uptime \$(cut -d' ' -f1 /proc/uptime) s"
 sync; busybox poweroff -f
 EOF
 chmod +x "$R/psinit"

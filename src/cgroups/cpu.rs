@@ -1,5 +1,6 @@
 //! The cpu controller: a CFS bandwidth quota, `--cpus 1.5` being 150 ms every 100 ms.
-//! (CPU time is measured from the sandbox's own accounting, the same with or without cgroups.)
+//! And the CPU time a group used: v1 `cpuacct.usage_user`/`usage_sys` (nanoseconds), v2
+//! `cpu.stat` (microseconds; there whether or not the cpu controller is enabled).
 
 use super::write;
 use std::io;
@@ -18,4 +19,22 @@ pub fn set_v1(dir: &Path, cpus: f64) -> io::Result<()> {
 
 pub fn set_v2(dir: &Path, cpus: f64) -> io::Result<()> {
     write(dir, "cpu.max", &format!("{} {PERIOD_US}", quota_us(cpus)))
+}
+
+/// (user, system) CPU seconds of a v1 cpuacct group.
+pub fn usage_v1(dir: &Path) -> Option<(f64, f64)> {
+    let ns = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<u64>().ok();
+    Some((ns("cpuacct.usage_user")? as f64 / 1e9, ns("cpuacct.usage_sys")? as f64 / 1e9))
+}
+
+/// Total CPU seconds of a v1 cpuacct group (one small read).
+pub fn total_v1(dir: &Path) -> Option<f64> {
+    std::fs::read_to_string(dir.join("cpuacct.usage")).ok()?.trim().parse::<u64>().ok().map(|ns| ns as f64 / 1e9)
+}
+
+/// (user, system, total) CPU seconds of a v2 group.
+pub fn usage_v2(dir: &Path) -> Option<(f64, f64, f64)> {
+    let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+    let field = |k: &str| stat.lines().find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok()).map(|us| us as f64 / 1e6);
+    Some((field("user_usec ")?, field("system_usec ")?, field("usage_usec ")?))
 }

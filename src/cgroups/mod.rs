@@ -31,6 +31,9 @@ pub struct Limits {
     pub memory: Option<u64>,
     pub cpus: Option<f64>,
     pub pids: Option<u64>,
+    /// Count the group's CPU time (for `--cpu-time`): v1 then makes a cpuacct group too; v2
+    /// always counts.
+    pub cpu_accounting: bool,
 }
 
 /// What the cgroup measured.
@@ -39,6 +42,9 @@ pub struct Usage {
     pub memory_peak: Option<u64>,
     pub oom_kills: u64,
     pub pids_limit_hits: u64,
+    /// CPU seconds (user, system) of every process that ran in the group, those reaped by
+    /// nobody (a parent ignoring SIGCHLD) included; where the group counts them.
+    pub cpu: Option<(f64, f64)>,
 }
 
 /// Which hierarchy to use.
@@ -74,6 +80,11 @@ pub trait Group {
     /// Moves `pid` in (for backends that cannot start it there).
     fn attach(&self, pid: i32) -> io::Result<()>;
     fn usage(&self) -> Usage;
+    /// CPU seconds (user + system) used so far by the group, where it counts them: cheap
+    /// enough to be read every few milliseconds (`--cpu-time`).
+    fn cpu_seconds(&self) -> Option<f64> {
+        None
+    }
     /// Moves `pid` (an init that has reported and is only tearing down) out of the group, so
     /// that the group can be removed without waiting for it.
     fn park(&self, pid: i32);

@@ -9,6 +9,7 @@ pub struct V1Group {
     memory: Option<PathBuf>,
     pids: Option<PathBuf>,
     cpu: Option<PathBuf>,
+    cpuacct: Option<PathBuf>,
     enforces: Limits,
 }
 
@@ -35,7 +36,7 @@ fn no_write(e: io::Error) -> String {
 }
 
 pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Group>, Unavailable> {
-    let mut g = V1Group { memory: None, pids: None, cpu: None, enforces: Limits::default() };
+    let mut g = V1Group { memory: None, pids: None, cpu: None, cpuacct: None, enforces: Limits::default() };
     // The memory cgroup is always made, first, and removed last: it measures peak memory and
     // OOM kills. So only the memory hierarchy is swept (listed, each owner checked): a stale
     // group in another hierarchy has one in memory too, and goes by name from the others,
@@ -43,7 +44,7 @@ pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Gr
     let (dir, stale) = make_dir(mounts, "memory", name, true)?;
     g.memory = Some(dir.clone());
     if !stale.is_empty() {
-        for p in ["pids", "cpu"].iter().filter_map(|c| parent(mounts, c).ok()) {
+        for p in ["pids", "cpu", "cpuacct"].iter().filter_map(|c| parent(mounts, c).ok()) {
             remove_stale(&p, &stale);
         }
     }
@@ -63,6 +64,17 @@ pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Gr
         cpu::set_v1(&dir, c).map_err(|e| fail(&mut g, e))?;
         g.enforces.cpus = Some(c);
     }
+    if limits.cpu_accounting {
+        // cpuacct may share the cpu hierarchy (a "cpu,cpuacct" mount): then the cpu group
+        // counts already.
+        let shared = g.cpu.as_ref().is_some_and(|d| d.join("cpuacct.usage").exists());
+        if shared {
+            g.cpuacct = g.cpu.clone();
+        } else if let Ok((dir, _)) = make_dir(mounts, "cpuacct", name, false) {
+            g.cpuacct = Some(dir);
+        }
+        g.enforces.cpu_accounting = g.cpuacct.is_some();
+    }
     Ok(Box::new(g))
 }
 
@@ -73,7 +85,8 @@ fn fail(g: &mut V1Group, e: impl std::fmt::Display) -> Unavailable {
 
 impl V1Group {
     fn dirs(&self) -> impl Iterator<Item = &PathBuf> {
-        self.memory.iter().chain(self.pids.iter()).chain(self.cpu.iter())
+        let own_acct = self.cpuacct.as_ref().filter(|a| Some(*a) != self.cpu.as_ref());
+        self.memory.iter().chain(self.pids.iter()).chain(self.cpu.iter()).chain(own_acct)
     }
 }
 
@@ -96,7 +109,11 @@ impl Group for V1Group {
     fn usage(&self) -> Usage {
         let (memory_peak, oom_kills) = self.memory.as_deref().map(memory::usage_v1).unwrap_or((None, 0));
         let pids_limit_hits = self.pids.as_deref().map(pids::limit_hits).unwrap_or(0);
-        Usage { memory_peak, oom_kills, pids_limit_hits }
+        let cpu = self.cpuacct.as_deref().and_then(cpu::usage_v1);
+        Usage { memory_peak, oom_kills, pids_limit_hits, cpu }
+    }
+    fn cpu_seconds(&self) -> Option<f64> {
+        self.cpuacct.as_deref().and_then(cpu::total_v1)
     }
     fn park(&self, pid: i32) {
         for d in self.dirs() {
@@ -117,7 +134,8 @@ impl Group for V1Group {
     }
     fn destroy(&mut self) {
         // Memory last: a group left in another hierarchy always has its memory group beside it.
-        for d in [self.cpu.take(), self.pids.take(), self.memory.take()].into_iter().flatten() {
+        let acct = self.cpuacct.take().filter(|a| Some(a) != self.cpu.as_ref());
+        for d in [acct, self.cpu.take(), self.pids.take(), self.memory.take()].into_iter().flatten() {
             kill_and_remove(&d);
         }
     }

@@ -74,6 +74,8 @@ pub fn create(mounts: &Mounts, name: &str, limits: &Limits) -> Result<Box<dyn Gr
         g.destroy();
         return Err(Unavailable(format!("cannot open {}: {e}", dir.display())));
     }
+    // cpu.stat is there whatever controllers are enabled.
+    g.enforces.cpu_accounting = limits.cpu_accounting && cpu::usage_v2(&dir).is_some();
     // A limit whose controller is not enabled here is left to the fallbacks.
     if let Some(m) = limits.memory {
         if memory::set_v2(&dir, m).is_ok() {
@@ -112,7 +114,11 @@ impl Group for V2Group {
     fn usage(&self) -> Usage {
         let Some(dir) = &self.dir else { return Usage::default() };
         let (memory_peak, oom_kills) = memory::usage_v2(dir);
-        Usage { memory_peak, oom_kills, pids_limit_hits: pids::limit_hits(dir) }
+        let cpu = cpu::usage_v2(dir).map(|(u, s, _)| (u, s));
+        Usage { memory_peak, oom_kills, pids_limit_hits: pids::limit_hits(dir), cpu }
+    }
+    fn cpu_seconds(&self) -> Option<f64> {
+        self.dir.as_deref().and_then(cpu::usage_v2).map(|(_, _, t)| t)
     }
     fn park(&self, pid: i32) {
         if let Some(own) = &self.own {

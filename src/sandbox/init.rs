@@ -146,7 +146,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
         }
     }
     super::trace::step("init: command forked");
-    let mut report = supervise(plan, &late, cmd);
+    let mut report = supervise(plan, &late, cmd, scratch.as_raw_fd());
     super::trace::step("init: command reaped");
     if let Ok(st) = nix::sys::statfs::fstatfs(&scratch) {
         let bs = st.block_size() as u64;
@@ -187,10 +187,10 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<i32, 
 }
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
-fn supervise(plan: &Plan, late: &Late, cmd: i32) -> InitReport {
+fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
     let mut report = InitReport::default();
     let limits = &plan.spec.limits;
-    let mut watch = Watchdog::new(plan, late);
+    let mut watch = Watchdog::new(late, scratch);
     // SAFETY: sigset operations on a local set (all signals are blocked since the start).
     let mut all: libc::sigset_t = unsafe { std::mem::zeroed() };
     unsafe { libc::sigfillset(&mut all) };
@@ -212,10 +212,12 @@ fn supervise(plan: &Plan, late: &Late, cmd: i32) -> InitReport {
                 break;
             }
         } else if sig > 0 {
-            // Only the supervisor's signals (sent from outside: si_pid reads 0 here) are
-            // forwarded; processes inside cannot make the init signal anything.
+            // Only the supervisor's signals are obeyed: sent by kill(2) from outside the pid
+            // namespace, they come as SI_USER with si_pid 0. A process inside can queue a
+            // signal with any si_pid (rt_sigqueueinfo, pidfd_send_signal), but only with a
+            // negative si_code: the kernel alone makes SI_USER for another process.
             // SAFETY: reading the sender pid of a signal we received.
-            if unsafe { info.si_pid() } == 0 {
+            if info.si_code == libc::SI_USER && unsafe { info.si_pid() } == 0 {
                 if sig == super::monitor::stop_signal() {
                     // The supervisor ends the run (a wall-clock limit): everything dies now and
                     // is reaped here, so the report still counts the CPU time it used.
@@ -298,13 +300,18 @@ struct Watchdog {
     cpu_seconds: f64,
     tick: f64,
     page: u64,
+    /// The writable layer's tmpfs: its pages are memory.
+    scratch: RawFd,
+    samples: u64,
+    /// Shared memory no process's RSS shows, as last counted (every few samples).
+    shared: u64,
 }
 
 impl Watchdog {
-    fn new(plan: &Plan, late: &Late) -> Watchdog {
+    fn new(late: &Late, scratch: RawFd) -> Watchdog {
         Watchdog {
             memory: late.fallbacks.memory_watchdog,
-            cpu_time: plan.spec.limits.cpu_time.map(|d| d.as_secs_f64()),
+            cpu_time: late.fallbacks.cpu_time_watchdog,
             pids: late.fallbacks.pids_rlimit,
             rss_peak: 0,
             tasks_peak: 0,
@@ -312,6 +319,9 @@ impl Watchdog {
             // SAFETY: sysconf cannot fail for these names.
             tick: unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64,
             page: unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64,
+            scratch,
+            samples: 0,
+            shared: 0,
         }
     }
     fn active(&self) -> bool {
@@ -329,8 +339,18 @@ impl Watchdog {
         }
     }
     /// Returns the limit that tripped, if any.
+    ///
+    /// Memory (where no cgroup counts it) is what the sandbox holds in RAM, as an upper
+    /// estimate no process can hide from: each process's anonymous and shared resident pages
+    /// (/proc/PID/status RssAnon + RssShmem; not file-backed pages, which the kernel can drop),
+    /// plus, every 8th sample, shared memory that need not be mapped anywhere: memfds held by
+    /// an fd, the writable layer's and /dev/shm's tmpfs, SysV segments. Shared memory that is
+    /// both mapped and held that way counts twice.
     fn sample(&mut self, _limits: &super::Limits) -> Option<&'static str> {
         let (mut rss, mut ticks, mut tasks) = (0u64, 0u64, 0u64);
+        let count_shared = self.memory.is_some() && self.samples % 8 == 0;
+        self.samples += 1;
+        let mut memfds: std::collections::HashMap<(u64, u64), u64> = std::collections::HashMap::new();
         if let Ok(dir) = std::fs::read_dir("/proc") {
             for e in dir.flatten() {
                 let name = e.file_name();
@@ -346,8 +366,23 @@ impl Watchdog {
                 // num_threads=17, rss=21.
                 ticks += n(11) + n(12) + n(13) + n(14);
                 tasks += n(17).max(1);
-                rss += n(21) * self.page;
+                if self.memory.is_some() {
+                    rss += anon_and_shmem(pid).unwrap_or(n(21) * self.page);
+                    if count_shared {
+                        memfds_of(pid, &mut memfds);
+                    }
+                } else {
+                    rss += n(21) * self.page;
+                }
             }
+        }
+        if count_shared {
+            let used = |fd: RawFd| nix::sys::statfs::fstatfs(unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).map(|s| (s.blocks() - s.blocks_free()) * s.block_size() as u64).unwrap_or(0);
+            let shm = std::fs::File::open("/dev/shm").map(|f| used(f.as_raw_fd())).unwrap_or(0);
+            self.shared = memfds.values().sum::<u64>() + used(self.scratch) + shm + sysv_shm();
+        }
+        if self.memory.is_some() {
+            rss += self.shared;
         }
         // Processes the init reaped itself (orphans) count through its own children usage.
         let own = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
@@ -367,6 +402,35 @@ impl Watchdog {
         }
         None
     }
+}
+
+/// RssAnon + RssShmem of a process, in bytes.
+fn anon_and_shmem(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = |key: &str| status.lines().find_map(|l| l.strip_prefix(key)?.trim().trim_end_matches(" kB").trim().parse::<u64>().ok());
+    Some((kib("RssAnon:")? + kib("RssShmem:").unwrap_or(0)) * 1024)
+}
+
+/// The memfds process `pid` holds by fd: (dev, ino) -> bytes allocated.
+fn memfds_of(pid: u32, out: &mut std::collections::HashMap<(u64, u64), u64>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(dir) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return };
+    for e in dir.flatten() {
+        let Ok(target) = std::fs::read_link(e.path()) else { continue };
+        if !target.as_os_str().as_encoded_bytes().starts_with(b"/memfd:") {
+            continue;
+        }
+        if let Ok(m) = std::fs::metadata(e.path()) {
+            out.insert((m.dev(), m.ino()), m.blocks() * 512);
+        }
+    }
+}
+
+/// Bytes of the SysV shared memory segments of the sandbox's IPC namespace.
+fn sysv_shm() -> u64 {
+    let Ok(t) = std::fs::read_to_string("/proc/sysvipc/shm") else { return 0 };
+    // Columns: key shmid perms size ...; the first line is the header.
+    t.lines().skip(1).filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok()).sum()
 }
 
 /// The command, prepared before the fork.
@@ -459,6 +523,11 @@ impl ExecPlan {
                 fail(exit::ERROR, format!("working directory {wd}: {e}"));
             }
         }
+        // The command's processes are the OOM killer's first choice, in the sandbox's cgroup
+        // and on the host: memory held where no process's RSS shows it (an unmapped memfd, a
+        // tmpfs) would otherwise make the init, larger than them, its victim. Raising one's
+        // own score needs no privilege; the init keeps its own.
+        let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
         let (uid, gid) = plan.spec.user;
         if let Err(e) = drop_caps() {
             fail(exit::ERROR, e);

@@ -155,6 +155,8 @@ pub(crate) struct Fallbacks {
     pub pids_rlimit: Option<u64>,
     /// CPUs to pin the command to.
     pub cpu_affinity: Option<Vec<usize>>,
+    /// `--cpu-time` in seconds, where no cgroup counts the CPU time: the init samples it.
+    pub cpu_time_watchdog: Option<f64>,
 }
 
 /// What the init needs, prepared by the supervisor before the clone (so nothing in the child
@@ -237,7 +239,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
 
     // 2. The cgroup, now only where the init is cloned straight into it (v2); otherwise
     //    (v1) it is made after the init is released, while the init builds its root.
-    let cg_limits = cgroups::Limits { memory: spec.limits.memory, cpus: spec.limits.cpus, pids: spec.limits.pids };
+    let cg_limits = cgroups::Limits { memory: spec.limits.memory, cpus: spec.limits.cpus, pids: spec.limits.pids, cpu_accounting: spec.limits.cpu_time.is_some() };
     let backend = cgroups::choose(spec.cgroup_manager);
     let mut early = None;
     if backend.clones_into() {
@@ -309,30 +311,34 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // 7. While the init builds its root: the seccomp filter (a bad profile is the user's
     //    error, and kills the init), the cgroup (v1) and what falls back where it cannot hold
     //    a limit; then the init gets them, and only then starts the command.
-    // With a read-write bind, no file the command makes may be setuid or setgid (whatever the
-    // profile, even unconfined): it would outlive the run on the host.
-    let rw_bind = spec.binds.iter().any(|b| !b.readonly);
-    let compile = if rw_bind { seccomp::compile_no_setid } else { seccomp::compile };
-    let arch = seccomp::Arch::native();
-    let seccomp = match &spec.seccomp {
-        Seccomp::Unconfined if rw_bind => compile(seccomp::ALLOW_ALL, arch).map(Some),
-        Seccomp::Unconfined => Ok(None),
-        Seccomp::Default => compile(seccomp::DEFAULT_PROFILE, arch).map(Some),
-        Seccomp::Profile(json) => compile(json, arch).map(Some),
-    };
-    let seccomp = match seccomp {
-        Ok(p) => p,
-        Err(e) => {
-            child.kill_and_reap();
-            return Err(Error(e));
-        }
-    };
     let cloned_into = cg_fd.is_some();
     let (mut cgroup, cgroup_note) = match early.unwrap_or_else(|| backend.create(&cg_limits)) {
         Ok(g) => (Some(g), None),
         Err(why) => (None, Some(why.0)),
     };
     let held = cgroup.as_ref().map(|g| g.enforces().clone()).unwrap_or_default();
+    // The seccomp filter: the profile, behind the rules that protect the host and the limits
+    // whatever the profile (unconfined included): with a read-write bind no file the command
+    // makes may be setuid or setgid (it would outlive the run on the host); no process but
+    // the caller itself may be reprioritised or have its rlimits changed (the init's
+    // watchdog); where CPU affinity holds --cpus, the command may not widen it.
+    let hardening = seccomp::Hardening {
+        no_setid: spec.binds.iter().any(|b| !b.readonly),
+        pin_affinity: spec.limits.cpus.is_some() && held.cpus.is_none(),
+    };
+    let arch = seccomp::Arch::native();
+    let seccomp = match &spec.seccomp {
+        Seccomp::Unconfined => seccomp::compile_hardened(seccomp::ALLOW_ALL, arch, hardening),
+        Seccomp::Default => seccomp::compile_hardened(seccomp::DEFAULT_PROFILE, arch, hardening),
+        Seccomp::Profile(json) => seccomp::compile_hardened(json, arch, hardening),
+    };
+    let seccomp = match seccomp {
+        Ok(p) => Some(p),
+        Err(e) => {
+            child.kill_and_reap();
+            return Err(Error(e));
+        }
+    };
     let late = match late_plan(spec, seccomp, cgroup.as_deref(), cloned_into, &held, child.pid) {
         Ok(l) => l,
         Err(e) => {
@@ -355,7 +361,12 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     trace::step("seccomp compiled, cgroup ready");
 
     // 8. Watch until the init has exited.
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, started);
+    // --cpu-time counted by the cgroup, where it counts: every process's CPU, those reaped by
+    // nobody (a parent ignoring SIGCHLD) too.
+    let cpu_meter = cgroup.as_deref().filter(|_| held.cpu_accounting);
+    let cpu_now = || cpu_meter.and_then(|g| g.cpu_seconds());
+    let cpu_check = spec.limits.cpu_time.filter(|_| cpu_meter.is_some()).map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 
@@ -460,6 +471,7 @@ fn late_plan(
         memory_watchdog: spec.limits.memory.filter(|_| held.memory.is_none()),
         pids_rlimit: spec.limits.pids.filter(|_| held.pids.is_none()),
         cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
+        cpu_time_watchdog: spec.limits.cpu_time.filter(|_| !held.cpu_accounting).map(|d| d.as_secs_f64()),
     };
     let mut late = Late { seccomp, fallbacks, ..Default::default() };
     if let Some(g) = cgroup {

@@ -99,6 +99,8 @@ const TIMEOUT_GRACE: std::time::Duration = std::time::Duration::from_millis(1000
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     Timeout,
+    /// `--cpu-time`, counted by the cgroup.
+    CpuTime,
     OutputLimit,
     Signal(i32),
 }
@@ -144,8 +146,14 @@ impl Output {
     }
 }
 
-pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[OwnedFd; 2]>, limits: &Limits, started: Instant) -> Outcome {
+/// How often the supervisor reads the cgroup's CPU time for `--cpu-time`.
+const CPU_CHECK: Duration = Duration::from_millis(10);
+
+/// `cpu`: the `--cpu-time` limit in seconds and a reader of the CPU time used so far, where the
+/// supervisor checks it (a cgroup counts); else the init's watchdog does.
+pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[OwnedFd; 2]>, limits: &Limits, cpu: Option<(f64, &dyn Fn() -> Option<f64>)>, started: Instant) -> Outcome {
     let deadline = limits.timeout.map(|t| started + t);
+    let mut next_cpu_check = started + CPU_CHECK;
     let mut stopped: Option<Stop> = None;
     let mut kill_at: Option<Instant> = None;
     let mut init_report: Option<InitReport> = None;
@@ -160,6 +168,9 @@ pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[Owned
         let mut wake: Option<Instant> = if stopped.is_none() { deadline } else { None };
         if let Some(k) = kill_at {
             wake = Some(wake.map_or(k, |w| w.min(k)));
+        }
+        if cpu.is_some() && stopped.is_none() {
+            wake = Some(wake.map_or(next_cpu_check, |w| w.min(next_cpu_check)));
         }
         let timeout_ms: i32 = match wake {
             _ if exited => -1,
@@ -228,6 +239,16 @@ pub fn watch(child: &Child, sock: &OwnedFd, sigfd: &SignalFd, out: Option<[Owned
             stopped = Some(Stop::Timeout);
             sys::pidfd_kill(&child.pidfd, stop_signal());
             kill_at = Some(now + TIMEOUT_GRACE);
+        }
+        if let Some((limit, used)) = cpu {
+            if stopped.is_none() && !exited && now >= next_cpu_check {
+                next_cpu_check = now + CPU_CHECK;
+                if used().is_some_and(|u| u >= limit) {
+                    stopped = Some(Stop::CpuTime);
+                    sys::pidfd_kill(&child.pidfd, stop_signal());
+                    kill_at = Some(now + TIMEOUT_GRACE);
+                }
+            }
         }
         if kill_at.is_some_and(|k| now >= k) && !exited {
             child.kill();

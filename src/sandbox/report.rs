@@ -1,5 +1,6 @@
 //! The usage record of one run (`--stats-json`), and the exit status derived from it.
 
+use super::init::InitReport;
 use super::monitor::{Outcome, Stop};
 use super::{exit, Error, Fallbacks, Spec};
 use crate::cgroups;
@@ -81,6 +82,8 @@ pub(crate) fn build(
         }
         // Killed by us before it could report: that is the stop's doing, not an error.
         (None, Some(_)) => Default::default(),
+        // The OOM killer took the init itself (it counts as the sandbox's OOM).
+        (None, None) if usage.oom_kills > 0 => InitReport { killed_by: Some("memory".into()), ..Default::default() },
         (None, None) => {
             let why = if libc::WIFSIGNALED(out.init_status) {
                 format!("killed by signal {}", libc::WTERMSIG(out.init_status))
@@ -100,7 +103,7 @@ pub(crate) fn build(
         }
     }
     let oom_killed = usage.oom_kills > 0 || init.killed_by.as_deref() == Some("memory");
-    let cpu_time_exceeded = init.killed_by.as_deref() == Some("cpu_time");
+    let cpu_time_exceeded = init.killed_by.as_deref() == Some("cpu_time") || out.stopped == Some(Stop::CpuTime);
     let timed_out = out.stopped == Some(Stop::Timeout);
     let output_limit_exceeded = out.stopped == Some(Stop::OutputLimit);
     let (status, code) = if timed_out {
@@ -126,14 +129,18 @@ pub(crate) fn build(
         None => {
             let maxrss = if init.status.is_some() { init.maxrss_kib * 1024 } else { out.rusage.ru_maxrss as u64 * 1024 };
             if init.rss_sum_peak > maxrss {
-                (init.rss_sum_peak, "sum of the processes' RSS, sampled".to_string())
+                (init.rss_sum_peak, if fb.memory_watchdog.is_some() { "anonymous and shared memory of the sandbox, sampled".to_string() } else { "sum of the processes' RSS, sampled".to_string() })
             } else {
                 (maxrss, "largest single process RSS (no memory cgroup)".to_string())
             }
         }
     };
     // The init's own figures (it reaped everything) when it reported, else its rusage.
-    let (user, system) = if init.status.is_some() {
+    // A cgroup that counts CPU saw every process; the init's rusage misses those reaped by
+    // nobody (their parent ignored SIGCHLD).
+    let (user, system) = if let Some(c) = usage.cpu {
+        c
+    } else if init.status.is_some() {
         (init.cpu_user, init.cpu_system)
     } else {
         (secs(out.rusage.ru_utime), secs(out.rusage.ru_stime))
@@ -161,7 +168,7 @@ pub(crate) fn build(
         rec("timeout_s", t.as_secs_f64().into(), "wall clock");
     }
     if let Some(t) = lim.cpu_time {
-        rec("cpu_time_s", t.as_secs_f64().into(), "watchdog");
+        rec("cpu_time_s", t.as_secs_f64().into(), if held.cpu_accounting { &cg } else { "watchdog" });
     }
     if let Some(d) = lim.disk {
         rec("disk", d.into(), "tmpfs size");
@@ -171,6 +178,13 @@ pub(crate) fn build(
     }
     if let Some(n) = lim.nofile {
         rec("nofile", n.into(), "rlimit");
+    }
+    if fb.cpu_time_watchdog.is_some() {
+        // Sampled from /proc: the CPU of a process reaped by nobody (its parent ignores
+        // SIGCHLD) is in no parent's counts and is not seen.
+        if let Some(r) = limits.get_mut("cpu_time_s") {
+            r.trip_detection = Some("sampled; misses processes reaped by nobody (SIGCHLD ignored)".into());
+        }
     }
     if fb.pids_rlimit.is_some() {
         if let Some(r) = limits.get_mut("pids") {

@@ -241,48 +241,79 @@ fn no_setid_rules() -> Vec<Rule> {
     let mut rules = Vec::new();
     for (name, index) in MODE_ARGS {
         for bit in [libc::S_ISUID, libc::S_ISGID] {
-            rules.push(Rule {
-                names: vec![name.to_string()],
-                name: None,
-                action: "SCMP_ACT_ERRNO".into(),
-                errno_ret: Some(libc::EPERM as u32),
-                args: Some(vec![ArgCond { index: *index, value: bit as u64, value_two: bit as u64, op: "SCMP_CMP_MASKED_EQ".into() }]),
-                includes: None,
-                excludes: None,
-            });
+            rules.push(deny(name, libc::EPERM, Some(vec![ArgCond { index: *index, value: bit as u64, value_two: bit as u64, op: "SCMP_CMP_MASKED_EQ".into() }])));
         }
     }
-    rules.push(Rule {
-        names: vec!["openat2".into()],
-        name: None,
-        action: "SCMP_ACT_ERRNO".into(),
-        errno_ret: Some(libc::ENOSYS as u32),
-        args: None,
-        includes: None,
-        excludes: None,
-    });
+    rules.push(deny("openat2", libc::ENOSYS, None));
     rules
 }
 
-/// A profile that allows everything: what `--seccomp unconfined` still installs when the
-/// sandbox must not make setuid files ([`compile_no_setid`]).
+/// Syscalls that act on another process named by pid (the argument at the index), which the
+/// command may call on any process of its uid, the init included: lowering its rlimits (its
+/// watchdog then cannot open /proc), renicing or rescheduling it (starving the watchdog),
+/// moving its pages. Allowed on the caller itself (pid 0) only.
+const OTHER_PROCESS: &[(&str, u32)] = &[
+    ("prlimit64", 0),
+    ("setpriority", 1),
+    ("sched_setaffinity", 0),
+    ("sched_setscheduler", 0),
+    ("sched_setparam", 0),
+    ("sched_setattr", 0),
+    ("ioprio_set", 1),
+    ("migrate_pages", 0),
+    ("move_pages", 0),
+];
+
+fn deny(name: &str, errno: i32, args: Option<Vec<ArgCond>>) -> Rule {
+    Rule { names: vec![name.into()], name: None, action: "SCMP_ACT_ERRNO".into(), errno_ret: Some(errno as u32), args, includes: None, excludes: None }
+}
+
+/// What polysandbox adds in front of any profile (the default, the user's, or unconfined's
+/// allow-all): rules that protect the host and the limits rather than restrict the command.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Hardening {
+    /// No setuid/setgid files ([`no_setid_rules`]): there is a read-write bind.
+    pub no_setid: bool,
+    /// No sched_setaffinity at all: `--cpus` is held by CPU affinity (no cgroup), which the
+    /// command could otherwise widen.
+    pub pin_affinity: bool,
+}
+
+impl Hardening {
+    fn rules(&self) -> Vec<Rule> {
+        let mut rules = Vec::new();
+        if self.pin_affinity {
+            rules.push(deny("sched_setaffinity", libc::EPERM, None));
+        }
+        for (name, index) in OTHER_PROCESS {
+            rules.push(deny(name, libc::EPERM, Some(vec![ArgCond { index: *index, value: 0, value_two: 0, op: "SCMP_CMP_NE".into() }])));
+        }
+        if self.no_setid {
+            rules.extend(no_setid_rules());
+        }
+        rules
+    }
+}
+
+/// A profile that allows everything: what `--seccomp unconfined` installs, under the
+/// [`Hardening`] rules.
 pub const ALLOW_ALL: &str = r#"{"defaultAction":"SCMP_ACT_ALLOW"}"#;
 
-/// Compiles a Docker-format JSON profile for `arch`.
+/// Compiles a Docker-format JSON profile for `arch`, as it is.
 pub fn compile(json: &str, arch: Arch) -> Result<Program, String> {
-    compile_inner(json, arch, false)
+    compile_inner(json, arch, None)
 }
 
-/// Like [`compile`], with the rules that refuse to make setuid or setgid files first.
-pub fn compile_no_setid(json: &str, arch: Arch) -> Result<Program, String> {
-    compile_inner(json, arch, true)
+/// Compiles a profile for `arch` with the [`Hardening`] rules in front of its own.
+pub fn compile_hardened(json: &str, arch: Arch, h: Hardening) -> Result<Program, String> {
+    compile_inner(json, arch, Some(h))
 }
 
-fn compile_inner(json: &str, arch: Arch, no_setid: bool) -> Result<Program, String> {
+fn compile_inner(json: &str, arch: Arch, hardening: Option<Hardening>) -> Result<Program, String> {
     let mut profile: Profile =
         serde_json::from_str(json).map_err(|e| format!("invalid seccomp profile: {e}"))?;
-    if no_setid {
-        let mut rules = no_setid_rules();
+    if let Some(h) = hardening {
+        let mut rules = h.rules();
         rules.append(&mut profile.syscalls);
         profile.syscalls = rules;
     }
@@ -742,7 +773,7 @@ mod tests {
     fn no_setid_rules_refuse_setuid_and_setgid_modes_only() {
         for arch in [Arch::X86_64, Arch::Aarch64] {
             for base in [DEFAULT_PROFILE, ALLOW_ALL] {
-                let p = compile_no_setid(base, arch).unwrap();
+                let p = compile_hardened(base, arch, Hardening { no_setid: true, pin_affinity: false }).unwrap();
                 let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
                 let at = |name: &str, idx: usize, mode: u64| {
                     let mut args = [0u64; 6];
@@ -767,5 +798,32 @@ mod tests {
         // Without it, a setuid chmod is as the profile says.
         let p = compile(DEFAULT_PROFILE, Arch::X86_64).unwrap();
         assert_eq!(decide(&p, Arch::X86_64.audit(), Arch::X86_64.lookup("chmod").unwrap(), [0, 0o4755, 0, 0, 0, 0]), bpf::RET_ALLOW);
+    }
+
+    #[test]
+    fn other_processes_are_out_of_reach_and_affinity_can_be_pinned() {
+        for arch in [Arch::X86_64, Arch::Aarch64] {
+            let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
+            for pin in [false, true] {
+                let p = compile_hardened(DEFAULT_PROFILE, arch, Hardening { no_setid: false, pin_affinity: pin }).unwrap();
+                let call = |name: &str, idx: usize, v: u64| {
+                    let mut args = [0u64; 6];
+                    args[idx] = v;
+                    decide(&p, arch.audit(), arch.lookup(name).unwrap(), args)
+                };
+                for (name, idx) in OTHER_PROCESS {
+                    let idx = *idx as usize;
+                    assert_eq!(call(name, idx, 1), eperm, "{arch:?} {name} on pid 1");
+                    // A pid_t with upper garbage is the same pid 1.
+                    assert_eq!(call(name, idx, 0xffff_ffff_0000_0001), eperm, "{arch:?} {name}");
+                    if *name != "sched_setaffinity" || !pin {
+                        assert_ne!(call(name, idx, 0), eperm, "{arch:?} {name} on itself");
+                    }
+                }
+                assert_eq!(call("sched_setaffinity", 0, 0) == eperm, pin, "{arch:?} pin {pin}");
+                // The setid rules are not there without a read-write bind.
+                assert_eq!(call("chmod", 1, 0o4755), bpf::RET_ALLOW);
+            }
+        }
     }
 }
