@@ -303,3 +303,193 @@ fn memory_in_a_memfd_counts_against_the_limit() {
         }
     }
 }
+
+fn sha256_hex(p: &Path) -> String {
+    let o = std::process::Command::new("sha256sum").arg(p).output().unwrap();
+    stdout(&o).split_whitespace().next().unwrap().to_string()
+}
+
+/// Every file under `dir` whose content contains `needle`.
+fn files_containing(dir: &Path, needle: &str) -> Vec<String> {
+    let o = std::process::Command::new("grep").args(["-rlsa", needle]).arg(dir).output().unwrap();
+    stdout(&o).lines().map(String::from).collect()
+}
+
+/// `polysandbox import` as `m`, with a timeout (a FIFO must not hang it).
+fn import_as(m: Mode, store: &Path, src: &Path, extra: &[&str]) -> std::process::Output {
+    let mut c = std::process::Command::new("timeout");
+    c.arg("20");
+    match m {
+        Mode::User if is_root() => {
+            let f = fixtures();
+            c.args(["setpriv", &format!("--reuid={}", f.uid), &format!("--regid={}", f.gid), "--clear-groups"]);
+        }
+        _ => {}
+    }
+    c.arg(&fixtures().bin).args(["import", "--root"]).arg(store).arg(src).args(["--tag", "localhost/evil:1"]).args(extra);
+    c.env("HOME", "/tmp").stdin(Stdio::null()).output().unwrap()
+}
+
+/// Class 3: import follows nothing. Image layouts and docker-archives (as directories and as
+/// tar files) whose members are symlinks to a host file, FIFOs or devices: each is refused in
+/// one line, the host file's content never lands in the store, nothing hangs, nothing is left.
+#[test]
+fn import_never_reads_a_host_file_through_a_member() {
+    let f = fixtures();
+    // A secret only root can read (as root, the import could read it); as the test user, one
+    // of its own, 0600.
+    for m in modes() {
+        let secret_text = format!("host-secret-{}-{}", std::process::id(), unique());
+        let secret = m.writable_file("secret");
+        std::fs::write(&secret, &secret_text).unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        // A real layer, to point a manifest at.
+        let layer_dir = m.owned_dir("layer-src");
+        std::fs::write(layer_dir.join("hello"), "hi\n").unwrap();
+        let layer = f.dir.join(format!("layer-{}.tar", unique()));
+        assert!(std::process::Command::new("tar").arg("-C").arg(&layer_dir).arg("-cf").arg(&layer).arg("hello").status().unwrap().success());
+        let layer_hex = sha256_hex(&layer);
+        let config = format!(r#"{{"architecture":"amd64","os":"linux","rootfs":{{"type":"layers","diff_ids":["sha256:{layer_hex}"]}},"config":{{}}}}"#);
+        let mut cases: Vec<(String, std::path::PathBuf)> = Vec::new();
+        // docker-archive directories: config, layer, manifest.json as symlink / FIFO / device.
+        for (what, member) in [("config-symlink", "config.json"), ("layer-symlink", "layer.tar"), ("manifest-symlink", "manifest.json"), ("layer-fifo", "layer.tar"), ("layer-zero", "layer.tar"), ("layer-dotdot", "")] {
+            let d = m.owned_dir(&format!("docker-{what}"));
+            std::fs::write(d.join("config.json"), &config).unwrap();
+            std::fs::copy(&layer, d.join("layer.tar")).unwrap();
+            std::fs::write(d.join("manifest.json"), r#"[{"Config":"config.json","RepoTags":["localhost/evil:1"],"Layers":["layer.tar"]}]"#).unwrap();
+            let p = d.join(member);
+            match what {
+                "layer-fifo" => {
+                    std::fs::remove_file(&p).unwrap();
+                    nix::unistd::mkfifo(&p, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap();
+                }
+                "layer-zero" => {
+                    std::fs::remove_file(&p).unwrap();
+                    std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+                }
+                "layer-dotdot" => {
+                    std::fs::write(d.join("manifest.json"), format!(r#"[{{"Config":"config.json","RepoTags":["localhost/evil:1"],"Layers":["../../../../../..{}"]}}]"#, secret.display())).unwrap();
+                }
+                _ => {
+                    std::fs::remove_file(&p).unwrap();
+                    std::os::unix::fs::symlink(&secret, &p).unwrap();
+                }
+            }
+            if m == Mode::User && is_root() {
+                std::process::Command::new("chown").args(["-hR", &format!("{}:{}", f.uid, f.gid)]).arg(&d).status().unwrap();
+            }
+            cases.push((format!("docker dir {what}"), d));
+        }
+        // An OCI layout whose blob is a symlink to the secret.
+        {
+            let d = m.owned_dir("layout-symlink");
+            std::fs::create_dir_all(d.join("blobs/sha256")).unwrap();
+            std::fs::write(d.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+            let cfg_path = f.dir.join(format!("cfg-{}", unique()));
+            std::fs::write(&cfg_path, &config).unwrap();
+            let cfg_hex = sha256_hex(&cfg_path);
+            std::fs::copy(&cfg_path, d.join("blobs/sha256").join(&cfg_hex)).unwrap();
+            // The layer blob: a symlink, named by the digest of the secret (so only reading it
+            // could tell).
+            let secret_hex = sha256_hex(&secret);
+            std::os::unix::fs::symlink(&secret, d.join("blobs/sha256").join(&secret_hex)).unwrap();
+            let manifest = format!(
+                r#"{{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:{cfg_hex}","size":{}}},"layers":[{{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:{secret_hex}","size":{}}}]}}"#,
+                config.len(),
+                secret_text.len()
+            );
+            let mpath = f.dir.join(format!("man-{}", unique()));
+            std::fs::write(&mpath, &manifest).unwrap();
+            let mhex = sha256_hex(&mpath);
+            std::fs::copy(&mpath, d.join("blobs/sha256").join(&mhex)).unwrap();
+            std::fs::write(d.join("index.json"), format!(r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:{mhex}","size":{}}}]}}"#, manifest.len())).unwrap();
+            if m == Mode::User && is_root() {
+                std::process::Command::new("chown").args(["-hR", &format!("{}:{}", f.uid, f.gid)]).arg(&d).status().unwrap();
+            }
+            // The same layout as an oci-archive (a tar file): the symlink travels inside it.
+            let tar = f.dir.join(format!("layout-{}.tar", unique()));
+            assert!(std::process::Command::new("tar").arg("-C").arg(&d).arg("-cf").arg(&tar).arg(".").status().unwrap().success());
+            cases.push(("oci layout, blob symlink".into(), d));
+            cases.push(("oci-archive, blob symlink".into(), tar));
+        }
+        // The docker-archive with a symlinked layer, as a tar file.
+        {
+            let d = &cases[1].1;
+            let tar = f.dir.join(format!("docker-{}.tar", unique()));
+            assert!(std::process::Command::new("tar").arg("-C").arg(d).arg("-cf").arg(&tar).arg(".").status().unwrap().success());
+            cases.push(("docker-archive, layer symlink".into(), tar));
+        }
+        for (name, src) in &cases {
+            let store = m.owned_dir("import-store");
+            let o = import_as(m, &store, src, &[]);
+            assert_ne!(code(&o), 0, "{m:?} {name}: imported: {}", stdout(&o));
+            assert_ne!(code(&o), 124, "{m:?} {name}: import hung");
+            assert_eq!(stderr(&o).lines().count(), 1, "{m:?} {name}: {}", stderr(&o));
+            assert!(files_containing(&store, &secret_text).is_empty(), "{m:?} {name}: the host file's content is in the store: {:?}", files_containing(&store, &secret_text));
+            let leftovers: Vec<_> = std::fs::read_dir(store.join("tmp")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+            assert!(leftovers.is_empty(), "{m:?} {name}: left in tmp: {leftovers:?}");
+            let _ = std::fs::remove_dir_all(&store);
+        }
+        // The honest version of the docker-archive imports (the test is not refusing everything).
+        let d = m.owned_dir("docker-ok");
+        std::fs::write(d.join("config.json"), &config).unwrap();
+        std::fs::copy(&layer, d.join("layer.tar")).unwrap();
+        std::fs::write(d.join("manifest.json"), r#"[{"Config":"config.json","RepoTags":["localhost/evil:1"],"Layers":["layer.tar"]}]"#).unwrap();
+        if m == Mode::User && is_root() {
+            std::process::Command::new("chown").args(["-hR", &format!("{}:{}", f.uid, f.gid)]).arg(&d).status().unwrap();
+        }
+        let store = m.owned_dir("import-store-ok");
+        let o = import_as(m, &store, &d, &[]);
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+    }
+}
+
+/// Class 2: the store gives other users nothing. As root, an image with a setuid-root binary
+/// and a device node: the store's root is 0700, so another user cannot reach either; a store
+/// meant for other users (`--shared`) is readable, and holds neither the setuid bit nor the
+/// device node (and says so).
+#[test]
+fn the_store_hands_no_privilege_to_other_users() {
+    if !is_root() {
+        skip("the_store_hands_no_privilege_to_other_users", "needs root to build an image with a setuid-root file and a device node");
+        return;
+    }
+    let f = fixtures();
+    let src = Mode::Root.owned_dir("priv-image");
+    std::fs::copy(f.dir.join("probe"), src.join("su")).unwrap();
+    std::fs::set_permissions(src.join("su"), std::fs::Permissions::from_mode(0o4755)).unwrap();
+    nix::sys::stat::mknod(&src.join("mem"), nix::sys::stat::SFlag::S_IFCHR, nix::sys::stat::Mode::from_bits_truncate(0o666), nix::sys::stat::makedev(1, 1)).unwrap();
+    std::fs::create_dir(src.join("wide")).unwrap();
+    std::fs::set_permissions(src.join("wide"), std::fs::Permissions::from_mode(0o777)).unwrap();
+    let tar = f.dir.join(format!("priv-{}.tar", unique()));
+    assert!(std::process::Command::new("tar").arg("-C").arg(&src).args(["--numeric-owner", "-cf"]).arg(&tar).arg(".").status().unwrap().success());
+    for shared in [false, true] {
+        let store = f.dir.join(format!("store-{}-{shared}", unique()));
+        let o = import_as(Mode::Root, &store, &tar, if shared { &["--shared"] } else { &[] });
+        assert_eq!(code(&o), 0, "shared {shared}: {}", stderr(&o));
+        let root_mode = std::fs::metadata(&store).unwrap().mode() & 0o777;
+        let rootfs = std::fs::read_dir(store.join("rootfs")).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+        let as_user = |cmd: &str| {
+            std::process::Command::new("setpriv")
+                .args([format!("--reuid={}", f.uid), format!("--regid={}", f.gid), "--clear-groups".into(), "sh".into(), "-c".into(), cmd.into()])
+                .output()
+                .unwrap()
+        };
+        let o = as_user(&format!("ls -ln {}/su {}/mem 2>&1; echo x > {}/wide/planted 2>&1; echo rc=$?", rootfs.display(), rootfs.display(), rootfs.display()));
+        let out = stdout(&o);
+        if shared {
+            assert_eq!(root_mode, 0o755, "a shared store must be readable");
+            assert!(out.contains("-rwxr-xr-x") && !out.contains("rws"), "shared: the setuid bit survived: {out}");
+            assert!(!rootfs.join("mem").exists(), "shared: the device node was made");
+            assert!(store.join("SHARED").is_file(), "shared: not marked");
+            assert!(out.contains("rc=") && !out.contains("rc=0"), "shared: another user wrote into an image: {out}");
+            assert!(!rootfs.join("wide/planted").exists(), "shared: another user wrote into an image");
+        } else {
+            assert_eq!(root_mode, 0o700, "a private store must be its owner's alone");
+            assert!(out.contains("Permission denied") && out.contains("rc=") && !out.contains("rc=0"), "private: another user reached the image: {out}");
+            // The image itself is kept as it is (setuid inside works through the user namespace).
+            assert!(std::fs::symlink_metadata(rootfs.join("su")).unwrap().mode() & 0o4000 != 0, "private: the setuid bit was stripped");
+        }
+        let _ = std::fs::remove_dir_all(&store);
+    }
+}

@@ -15,13 +15,18 @@ pub struct ImportArgs {
     /// Refuse images that unpack to more than this.
     #[arg(long = "max-unpacked-size", default_value = "64G", value_parser = units::parse_size)]
     max_unpacked: u64,
+    /// Fill a store meant for other users (e.g. a cluster's POLYSANDBOX_SHARED_STORES): a new
+    /// or empty store is marked so, kept readable by all, and its images are unpacked without
+    /// setuid/setgid bits, device nodes or file capabilities.
+    #[arg(long)]
+    shared: bool,
     /// Store directory (default: $POLYSANDBOX_ROOT, ~/.local/share/polysandbox, or /var/lib/polysandbox as root).
     #[arg(long)]
     root: Option<PathBuf>,
 }
 
 pub fn main(a: ImportArgs) -> i32 {
-    let store = match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)) {
+    let store = match Store::open_as(&a.root.clone().unwrap_or_else(Store::default_root), a.shared) {
         Ok(s) => s,
         Err(e) => return super::error(e),
     };
@@ -30,10 +35,11 @@ pub fn main(a: ImportArgs) -> i32 {
         Ok(i) => {
             let c = &i.changes;
             println!("{} {}", i.reference, i.manifest);
-            if c.device_nodes_skipped + c.setid_bits_stripped + c.ownership_taken > 0 {
+            if c.device_nodes_skipped + c.setid_bits_stripped + c.ownership_taken + c.xattrs_skipped > 0 {
+                let why = if store.shared { "for a shared store" } else { "rootless" };
                 eprintln!(
-                    "polysandbox: note: unpacked rootless: {} device nodes skipped, {} setuid/setgid bits stripped, {} files owned by you instead of their owner",
-                    c.device_nodes_skipped, c.setid_bits_stripped, c.ownership_taken
+                    "polysandbox: note: unpacked {why}: {} device nodes skipped, {} setuid/setgid bits stripped, {} privileged xattrs skipped, {} files owned by you instead of their owner",
+                    c.device_nodes_skipped, c.setid_bits_stripped, c.xattrs_skipped, c.ownership_taken
                 );
             }
             0

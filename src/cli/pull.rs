@@ -30,6 +30,11 @@ pub struct PullArgs {
     /// Refuse images that unpack to more than this.
     #[arg(long = "max-unpacked-size", default_value = "64G", value_parser = units::parse_size)]
     max_unpacked: u64,
+    /// Fill a store meant for other users (e.g. a cluster's POLYSANDBOX_SHARED_STORES): a new
+    /// or empty store is marked so, kept readable by all, and its images are unpacked without
+    /// setuid/setgid bits, device nodes or file capabilities.
+    #[arg(long)]
+    shared: bool,
     /// Store directory.
     #[arg(long)]
     root: Option<PathBuf>,
@@ -53,7 +58,7 @@ pub fn pull_quietly(store: &Store, reference: &str, show: bool) -> Result<(), St
 }
 
 pub fn main(a: PullArgs) -> i32 {
-    let store = match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)) {
+    let store = match Store::open_as(&a.root.clone().unwrap_or_else(Store::default_root), a.shared) {
         Ok(s) => s,
         Err(e) => return super::error(e),
     };

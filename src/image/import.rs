@@ -12,6 +12,7 @@ use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConf
 use super::store::{Store, REF_ANNOTATION};
 use super::unpack::{self, Changes, Layer, Options};
 use crate::reference::Reference;
+use sha2::{Digest, Sha256};
 use std::fs::{self, File};
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -43,6 +44,9 @@ fn kind_of_dir(d: &Path) -> Option<Kind> {
 pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> Result<Imported, String> {
     let tag = tag.map(|t| Reference::parse(t).map(|r| r.to_string())).transpose()?;
     let meta = fs::metadata(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    if !meta.is_dir() && !meta.is_file() {
+        return Err(format!("{}: not a regular file or directory (a FIFO or device): refused", src.display()));
+    }
     if meta.is_dir() {
         let kind = kind_of_dir(src).ok_or_else(|| format!("{}: neither an OCI image layout (index.json, blobs/) nor a docker-archive (manifest.json)", src.display()))?;
         return import_dir(store, src, kind, tag, opts);
@@ -56,7 +60,7 @@ pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> R
     let tmp = store.root.join("tmp").join(format!("archive-{}-{}", std::process::id(), now_ns()));
     let _ = super::unpack::remove_tree(&tmp);
     let f = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
-    let archive_opts = Options { rootless: true, max_unpacked: opts.max_unpacked };
+    let archive_opts = Options { rootless: true, strip_privilege: true, max_unpacked: opts.max_unpacked };
     let r = unpack::unpack_image(vec![Layer { reader: BufReader::new(f), digest: None, diff_id: None }], &tmp, &archive_opts)
         .map_err(|e| format!("{}: {e}", src.display()))
         .and_then(|_| {
@@ -98,9 +102,12 @@ fn decompressing<R: std::io::BufRead + 'static>(mut r: R) -> std::io::Result<Box
     })
 }
 
-fn layer_media(path: &Path) -> Result<&'static str, String> {
+/// The compression of a layer by its magic bytes; leaves `f` at its start.
+fn layer_media(f: &mut File, what: &Path) -> Result<&'static str, String> {
+    use std::io::Seek;
     let mut m = [0u8; 4];
-    let n = File::open(path).and_then(|mut f| f.read(&mut m)).map_err(|e| format!("{}: {e}", path.display()))?;
+    let n = f.read(&mut m).map_err(|e| format!("{}: {e}", what.display()))?;
+    f.rewind().map_err(|e| format!("{}: {e}", what.display()))?;
     Ok(if n >= 2 && m[..2] == [0x1f, 0x8b] {
         oci::MEDIA_LAYER_GZIP
     } else if n == 4 && m == [0x28, 0xb5, 0x2f, 0xfd] {
@@ -110,12 +117,69 @@ fn layer_media(path: &Path) -> Result<&'static str, String> {
     })
 }
 
-/// A path inside an extracted archive, refusing anything that leaves it.
-fn inside(dir: &Path, rel: &str) -> Result<PathBuf, String> {
-    if rel.split('/').any(|c| c == "..") || rel.starts_with('/') {
-        return Err(format!("archive names '{rel}', outside the archive"));
+/// The members of an image layout or extracted archive, read only as what they must be:
+/// regular files inside it. A member is resolved beneath the directory with no symlink on the
+/// way (a `blobs/sha256/<hex> -> /etc/shadow` would otherwise put a host file into the store,
+/// readable), opened without blocking (a FIFO would hang the import) and refused unless it is a
+/// regular file (`/dev/zero` would fill the disk) no larger than the cap.
+struct Members {
+    dir: std::os::fd::OwnedFd,
+    path: PathBuf,
+}
+
+/// The most a JSON member (index, manifest, config) may hold.
+const JSON_CAP: u64 = 16 << 20;
+
+impl Members {
+    fn open(dir: &Path) -> Result<Members, String> {
+        let fd = crate::sys::open(&crate::sys::cpath(dir), libc::O_PATH | libc::O_DIRECTORY, &dir.display().to_string())?;
+        Ok(Members { dir: fd, path: dir.to_path_buf() })
     }
-    Ok(dir.join(rel))
+
+    fn file(&self, rel: &str, cap: u64) -> Result<File, String> {
+        use std::os::fd::AsRawFd;
+        let shown = self.path.join(rel);
+        if rel.split('/').any(|c| c == "..") || rel.starts_with('/') || rel.is_empty() {
+            return Err(format!("archive names '{rel}', outside the archive"));
+        }
+        let fd = crate::sys::openat2(
+            self.dir.as_raw_fd(),
+            rel,
+            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
+            crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS | crate::sys::RESOLVE_NO_MAGICLINKS,
+        )
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::EXDEV) => format!("{}: a symlink in the image: refused (members must be regular files inside it)", shown.display()),
+            _ => format!("{}: {e}", shown.display()),
+        })?;
+        let f = File::from(fd);
+        let md = f.metadata().map_err(|e| format!("{}: {e}", shown.display()))?;
+        if !md.is_file() {
+            return Err(format!("{}: not a regular file (a FIFO, device or directory): refused", shown.display()));
+        }
+        if md.len() > cap {
+            return Err(format!("{}: {} bytes, more than the {} allowed", shown.display(), md.len(), cap));
+        }
+        Ok(f)
+    }
+
+    fn json<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Result<T, String> {
+        self.json_checked(rel, None)
+    }
+
+    /// A JSON member named by its digest: checked against it before it is parsed.
+    fn json_checked<T: serde::de::DeserializeOwned>(&self, rel: &str, digest: Option<&str>) -> Result<T, String> {
+        let shown = self.path.join(rel);
+        let mut data = Vec::new();
+        self.file(rel, JSON_CAP)?.take(JSON_CAP).read_to_end(&mut data).map_err(|e| format!("{}: {e}", shown.display()))?;
+        if let Some(d) = digest {
+            let got = format!("sha256:{:x}", Sha256::digest(&data));
+            if got != d {
+                return Err(format!("{}: content is {got}, not {d}", shown.display()));
+            }
+        }
+        serde_json::from_slice(&data).map_err(|e| format!("{}: {e}", shown.display()))
+    }
 }
 
 fn import_dir(store: &Store, dir: &Path, kind: Kind, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
@@ -125,14 +189,10 @@ fn import_dir(store: &Store, dir: &Path, kind: Kind, tag: Option<String>, opts: 
     }
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(p: &Path) -> Result<T, String> {
-    let data = fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?;
-    serde_json::from_slice(&data).map_err(|e| format!("{}: {e}", p.display()))
-}
-
 fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
-    let index: Index = read_json(&dir.join("index.json"))?;
-    let blob = |d: &str| -> Result<PathBuf, String> { Ok(dir.join("blobs/sha256").join(super::store::sha256_hex(d)?)) };
+    let m = Members::open(dir)?;
+    let index: Index = m.json("index.json")?;
+    let blob = |d: &str| -> Result<String, String> { Ok(format!("blobs/sha256/{}", super::store::sha256_hex(d)?)) };
     // One image: the named one (by --tag's tag, if the layout names several), for our arch.
     let mut desc = match index.manifests.as_slice() {
         [] => return Err(format!("{}: the index lists no image", dir.display())),
@@ -149,7 +209,7 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
     let source_name = desc.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).cloned();
     // A nested index (multi-arch): pick our platform.
     if desc.media_type == oci::MEDIA_INDEX || desc.media_type == oci::DOCKER_LIST {
-        let nested: Index = read_json(&blob(&desc.digest)?)?;
+        let nested: Index = m.json_checked(&blob(&desc.digest)?, Some(&desc.digest))?;
         desc = nested
             .manifests
             .into_iter()
@@ -157,14 +217,14 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
             .ok_or_else(|| format!("{}: no linux/{} image in the index", dir.display(), oci::native_arch()))?;
     }
     let manifest_path = blob(&desc.digest)?;
-    let manifest: Manifest = read_json(&manifest_path)?;
+    let manifest: Manifest = m.json_checked(&manifest_path, Some(&desc.digest))?;
     let mut files = vec![(manifest_path, desc.digest.clone()), (blob(&manifest.config.digest)?, manifest.config.digest.clone())];
     for l in &manifest.layers {
         files.push((blob(&l.digest)?, l.digest.clone()));
     }
     for (path, digest) in &files {
-        let f = File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        store.put_blob(f, Some(digest))?;
+        // Verified against its digest as it is stored.
+        store.put_blob(m.file(path, opts.max_unpacked)?, Some(digest))?;
     }
     let name = match (tag, source_name) {
         (Some(t), _) => t,
@@ -186,7 +246,8 @@ struct DockerEntry {
 }
 
 fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
-    let entries: Vec<DockerEntry> = read_json(&dir.join("manifest.json"))?;
+    let m = Members::open(dir)?;
+    let entries: Vec<DockerEntry> = m.json("manifest.json")?;
     let entry = match entries.as_slice() {
         [one] => one,
         [] => return Err(format!("{}: manifest.json lists no image", dir.display())),
@@ -197,13 +258,12 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
                 .ok_or_else(|| format!("{}: the archive holds {} images; name one with --tag", dir.display(), many.len()))?
         }
     };
-    let cfg_path = inside(dir, &entry.config)?;
-    let (cfg_digest, cfg_size) = store.put_blob(File::open(&cfg_path).map_err(|e| format!("{}: {e}", cfg_path.display()))?, None)?;
+    let (cfg_digest, cfg_size) = store.put_blob(m.file(&entry.config, JSON_CAP)?, None)?;
     let mut layers = Vec::new();
     for l in &entry.layers {
-        let p = inside(dir, l)?;
-        let media = layer_media(&p)?;
-        let (digest, size) = store.put_blob(File::open(&p).map_err(|e| format!("{}: {e}", p.display()))?, None)?;
+        let mut f = m.file(l, opts.max_unpacked)?;
+        let media = layer_media(&mut f, &dir.join(l))?;
+        let (digest, size) = store.put_blob(f, None)?;
         layers.push(Descriptor { media_type: media.into(), digest, size, annotations: None, platform: None });
     }
     let manifest = Manifest {
@@ -223,9 +283,12 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
 }
 
 fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    // A store other users read gets images without privilege in them.
+    let opts = &Options { strip_privilege: opts.strip_privilege || store.shared, ..opts.clone() };
     let name = tag.ok_or_else(|| format!("{}: a root filesystem tarball has no name; give one with --tag", src.display()))?;
-    let media = layer_media(src)?;
-    let (ldigest, lsize) = store.put_blob(File::open(src).map_err(|e| format!("{}: {e}", src.display()))?, None)?;
+    let mut f = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    let media = layer_media(&mut f, src)?;
+    let (ldigest, lsize) = store.put_blob(f, None)?;
     // Unpack first (under a temporary name): the config needs the DiffID.
     let tmp = store.root.join("tmp").join(format!("rootfs-{}-{}", std::process::id(), now_ns()));
     let _ = super::unpack::remove_tree(&tmp);
@@ -263,6 +326,8 @@ fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options)
 
 /// Unpacks the stored image (verifying each layer's digest and DiffID) and names it.
 pub(crate) fn finish(store: &Store, mdigest: &str, manifest: &Manifest, name: &str, media_type: &str, opts: &Options) -> Result<Imported, String> {
+    // A store other users read gets images without privilege in them.
+    let opts = &Options { strip_privilege: opts.strip_privilege || store.shared, ..opts.clone() };
     let config: ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
     if config.rootfs.diff_ids.len() != manifest.layers.len() {
         return Err(format!("image config lists {} layers, the manifest {}", config.rootfs.diff_ids.len(), manifest.layers.len()));

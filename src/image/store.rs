@@ -23,7 +23,16 @@ pub const REF_ANNOTATION: &str = "org.opencontainers.image.ref.name";
 
 pub struct Store {
     pub root: PathBuf,
+    /// A store other users read (`SHARED` marker, made by `pull --shared`/`import --shared`):
+    /// readable by all, and images in it hold no setuid/setgid bits, device nodes or file
+    /// capabilities. Any other store is its owner's alone (its root is 0700): an image's
+    /// setuid binaries, capabilities, device nodes and world-writable directories give other
+    /// local users nothing (CVE-2021-41091).
+    pub shared: bool,
 }
+
+/// The marker file of a store meant for other users.
+const SHARED_MARKER: &str = "SHARED";
 
 /// An exclusive lock on the store, released on drop.
 pub struct Lock(File);
@@ -59,14 +68,43 @@ impl Store {
             .unwrap_or_default()
             .split(':')
             .filter(|p| !p.is_empty())
-            .map(|p| Store { root: PathBuf::from(p) })
+            .map(|p| Store { root: PathBuf::from(p), shared: true })
             .filter(|s| s.index_path().is_file())
             .collect()
     }
 
     /// Opens (creating if needed) the store at `root`.
     pub fn open(root: &Path) -> Result<Store, String> {
-        let s = Store { root: root.to_path_buf() };
+        Store::open_as(root, false)
+    }
+
+    /// Opens (creating if needed) the store at `root`; `shared`: it is meant for other users
+    /// (a new or empty store becomes one; a private store that holds images cannot).
+    pub fn open_as(root: &Path, shared: bool) -> Result<Store, String> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+        let marker = root.join(SHARED_MARKER);
+        if !root.exists() {
+            fs::DirBuilder::new().recursive(true).mode(0o700).create(root).map_err(|e| format!("store {}: {e}", root.display()))?;
+        }
+        let mut s = Store { root: root.to_path_buf(), shared: marker.is_file() };
+        if shared && !s.shared {
+            let holds_images = fs::read_dir(s.root.join("rootfs")).map(|mut d| d.next().is_some()).unwrap_or(false);
+            if holds_images {
+                return Err(format!("store {} holds images unpacked for its owner alone: use a new directory for a shared store", root.display()));
+            }
+            fs::create_dir_all(s.root.join("tmp")).map_err(|e| format!("store {}: {e}", root.display()))?;
+            s.write_atomic(&marker, b"This store is read by other users: images are unpacked without setuid/setgid bits, device nodes or file capabilities.\n")?;
+            s.shared = true;
+        }
+        // Private: the owner's alone. Shared: readable by all. (Only a store we own is changed.)
+        let md = fs::metadata(root).map_err(|e| format!("store {}: {e}", root.display()))?;
+        // SAFETY: geteuid cannot fail.
+        if md.uid() == unsafe { libc::geteuid() } {
+            let mode = if s.shared { 0o755 } else { 0o700 };
+            if md.mode() & 0o7777 != mode {
+                fs::set_permissions(root, fs::Permissions::from_mode(mode)).map_err(|e| format!("store {}: {e}", root.display()))?;
+            }
+        }
         for d in [s.root.join("oci/blobs/sha256"), s.root.join("rootfs"), s.root.join("tmp")] {
             fs::create_dir_all(&d).map_err(|e| format!("store {}: {e}", d.display()))?;
         }

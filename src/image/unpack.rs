@@ -30,6 +30,9 @@ pub struct Options {
     /// Unprivileged: device nodes are skipped, setuid/setgid bits stripped, files owned by
     /// the caller, privileged xattrs skipped.
     pub rootless: bool,
+    /// For a store other users read (even as root): no device nodes, no setuid/setgid bits,
+    /// no privileged xattrs (file capabilities), ownership kept.
+    pub strip_privilege: bool,
     /// Refuse an image whose layers unpack to more than this many bytes (tar stream bytes).
     pub max_unpacked: u64,
 }
@@ -39,6 +42,7 @@ impl Default for Options {
         Options {
             // SAFETY: geteuid cannot fail.
             rootless: unsafe { libc::geteuid() } != 0,
+            strip_privilege: false,
             max_unpacked: 64 << 30,
         }
     }
@@ -503,7 +507,11 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
         }
 
         let mode = header.mode().unwrap_or(0o644) & 0o7777;
-        let (mode, stripped) = if opts.rootless && mode & 0o6000 != 0 { (mode & !0o6000, true) } else { (mode, false) };
+        let strip = opts.rootless || opts.strip_privilege;
+        let (mode, stripped) = if strip && mode & 0o6000 != 0 { (mode & !0o6000, true) } else { (mode, false) };
+        // A store other users read: nobody but its owner may write into an image there (an
+        // image's /tmp, 1777, would let any local user plant files in everyone's sandboxes).
+        let mode = if opts.strip_privilege { mode & !0o022 } else { mode };
         let uid = header.uid().unwrap_or(0);
         let gid = header.gid().unwrap_or(0);
         let mtime = header.mtime().unwrap_or(0) as i64;
@@ -570,7 +578,7 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
                 continue;
             }
             tar::EntryType::Char | tar::EntryType::Block => {
-                if opts.rootless {
+                if strip {
                     changes.device_nodes_skipped += 1;
                     continue;
                 }
@@ -620,7 +628,7 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
             for (key, v) in &pax {
                 let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
                 let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
-                if (opts.rootless && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+                if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
                     changes.xattrs_skipped += 1;
                     continue;
                 }
