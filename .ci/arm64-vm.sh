@@ -50,6 +50,14 @@ for suite in $SUITES; do
 done
 file -L target/aarch64-unknown-linux-gnu/release/polysandbox | grep -q "ARM aarch64.*statically linked"
 
+phase "arm64 toolchain images for the eval in the VM: python and go (rootfs/build.sh --arch arm64, cached)"
+EVAL_LANGS="python go"
+IMAGES=()
+for lang in $EVAL_LANGS; do
+  line=$(rootfs/build.sh --arch arm64 "$lang" | tail -1)
+  IMAGES+=("$line")
+done
+
 phase "arm64 rootfs (cached)"
 # The marker names the package list: a changed list builds the rootfs anew.
 PKGS=busybox-static,util-linux,gcc,libc6-dev,file,procps,python3-minimal
@@ -98,6 +106,14 @@ R="$W/root"
 rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures" "$R/$(dirname "${TESTBINS[0]}")"
 cp rootfs/busybox.sh "$R/$REPO/rootfs/"
 cp tests/fixtures/probe.c "$R/$REPO/tests/fixtures/"
+cp -r tests/fixtures/eval "$R/$REPO/tests/fixtures/"
+rm -rf "$R/images"; mkdir -p "$R/images"
+IMPORTS=""
+for line in "${IMAGES[@]}"; do
+  ref=${line%% *}; tarball=${line#* }
+  cp "$tarball" "$R/images/"
+  IMPORTS="$IMPORTS $ref=/images/$(basename "$tarball")"
+done
 mkdir -p "$R/$REPO/target/aarch64-unknown-linux-gnu/release"
 cp target/aarch64-unknown-linux-gnu/release/polysandbox "$R/$REPO/target/aarch64-unknown-linux-gnu/release/"
 for t in "${TESTBINS[@]}"; do cp "$t" "$R/$t"; done
@@ -139,6 +155,21 @@ for t in ${TESTBINS[*]}; do
   echo "PSVM: running \$(basename \$t)"
   POLYSANDBOX_LEAK_RUNS=${LEAK_RUNS:-100} \$t --test-threads=${TEST_THREADS:-4} || rc=1
 done
+# One small eval with the arm64 toolchain images (pure v2 boot): gold resolves every python
+# and go fixture, the stubs none.
+if [ \$layout = v2 ]; then
+  BIN=$REPO/target/aarch64-unknown-linux-gnu/release/polysandbox
+  for i in $IMPORTS; do \$BIN import "\${i#*=}" --tag "\${i%%=*}" >/dev/null || rc=1; done
+  for p in gold stub; do
+    \$BIN eval tests/fixtures/eval/polyglot --predictions \$p --filter-category $EVAL_LANGS --jobs 2 -o /tmp/eval-\$p > /tmp/eval-\$p.out 2>&1
+    total=\$(grep -c . /tmp/eval-\$p/results.jsonl)
+    resolved=\$(grep -c '"verdict":"resolved"' /tmp/eval-\$p/results.jsonl)
+    echo "PSVM: eval \$p: \$resolved resolved of \$total"
+    cat /tmp/eval-\$p.out
+    if [ \$p = gold ] && { [ "\$total" -lt 2 ] || [ "\$resolved" != "\$total" ]; }; then rc=1; fi
+    if [ \$p = stub ] && [ "\$resolved" != 0 ]; then rc=1; fi
+  done
+fi
 echo "PSVM: suite exit \$rc, uptime \$(cut -d' ' -f1 /proc/uptime) s"
 sync; busybox poweroff -f
 EOF
@@ -146,7 +177,7 @@ chmod +x "$R/psinit"
 
 phase "disk image"
 rm -f "$W/disk.img"
-mkfs.ext4 -q -F -L root -d "$R" "$W/disk.img" 4G
+mkfs.ext4 -q -F -L root -d "$R" "$W/disk.img" 8G
 
 fail=0
 for layout in "${LAYOUTS[@]}"; do

@@ -3,6 +3,8 @@
 #   rootfs/build.sh [--push HOST:PORT] LANG [LANG...]   (python, go, cpp, ...; `all` for every recipe)
 #   rootfs/build.sh --relock LANG...                    (accept new package versions, see below)
 #   rootfs/build.sh --verify LANG...                    (rebuild from scratch: byte-identical?)
+#   rootfs/build.sh --arch arm64 LANG...                (another architecture's image, built
+#                                                        through qemu-user; not imported here)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package), an optional executable rootfs/LANG.customize (run on the
@@ -29,9 +31,12 @@ BIN=${POLYSANDBOX_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release/polys
 push=""
 relock=""
 verify=""
+host_arch=$(dpkg --print-architecture)
+arch=$host_arch
 while [ $# -gt 0 ]; do
   case "$1" in
     --push) push=$2; shift 2 ;;
+    --arch) arch=$2; shift 2 ;;
     --relock) relock=1; shift ;;
     --verify) verify=1; shift ;;
     *) break ;;
@@ -81,7 +86,7 @@ mmdebstrap_into() {
   # automatic by apt as in an unlocked build, so a locked rebuild is the same image. A
   # version the mirror no longer has cannot be pinned: the check below then names it.
   if [ -f "$lock" ] && [ -z "$relock" ]; then
-    prefs=.cache/images/.$lang.pin
+    prefs=.cache/images/.$lang$suffix.pin
     sed 's/^\([^=]*\)=\(.*\)$/Package: \1\nPin: version \2\nPin-Priority: 1001\n/' "$lock" > "$prefs"
     hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$prefs' \"\$1/etc/apt/preferences.d/polysandbox-lock\""
             --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-lock" && touch -r "$t" "$d" && rm -f "$t"')
@@ -106,26 +111,35 @@ mmdebstrap_into() {
       case "$suite" in ''|'#'*) ;; *) sources+=("deb $MIRROR $suite main") ;; esac
     done < "rootfs/$lang.suites"
   fi
-  echo "build: $lang ($include)"
-  mmdebstrap --quiet --mode=unshare --variant=apt --include="$include" "${hooks[@]}" \
+  echo "build: $lang${suffix} ($include)"
+  mmdebstrap --quiet --mode=unshare --variant=apt --architectures="$arch" --include="$include" "${hooks[@]}" \
     --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/tmp/recipe' \
     bookworm "$1" "${sources[@]}"
 }
 
+case "$arch" in amd64|arm64) ;; *) echo "rootfs/build.sh: --arch $arch: amd64 or arm64" >&2; exit 2 ;; esac
+# Another architecture's image: its own lock and cache key; its maintainer scripts and setup run
+# through qemu-user (binfmt_misc, as .ci/arm64-vm.sh sets up); it is not imported here.
+suffix=""
+if [ "$arch" != "$host_arch" ]; then
+  suffix=".$arch"
+  [ -e "/proc/sys/fs/binfmt_misc/qemu-${arch/arm64/aarch64}" ] || [ -e "/proc/sys/fs/binfmt_misc/qemu-${arch}" ] ||
+    { echo "rootfs/build.sh: --arch $arch needs qemu-user-static registered with binfmt_misc" >&2; exit 2; }
+fi
 for lang in "${langs[@]}"; do
   pkgs=rootfs/$lang.packages
   [ -f "$pkgs" ] || { echo "rootfs/build.sh: no recipe rootfs/$lang.packages" >&2; exit 2; }
   setup=rootfs/$lang.setup
-  lock=rootfs/$lang.lock
+  lock=rootfs/$lang$suffix.lock
   customize=rootfs/$lang.customize
   # Files handed to the setup script (everything of the recipe but these five kinds).
   extra=()
   for f in rootfs/"$lang".*; do
-    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock) ;; *) extra+=("$f") ;; esac
+    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock|*.lock) ;; *) extra+=("$f") ;; esac
   done
   # The lock is not part of the key: it describes the output, and is checked against it.
-  hash=$( (echo "$RECIPE_FORMAT"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
-  tarball=.cache/images/$lang-$hash.tar
+  hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
+  tarball=.cache/images/$lang$suffix-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then
     start=$(date +%s)
@@ -133,7 +147,7 @@ for lang in "${langs[@]}"; do
     check_lock "${tarball%.tar}.partial.tar" || exit 1
     mv "${tarball%.tar}.partial.tar" "$tarball"
     # Older builds of this recipe are dead weight now.
-    find .cache/images -name "$lang-*.tar" ! -name "$(basename "$tarball")" -delete
+    find .cache/images -name "$lang$suffix-*.tar" ! -name "$(basename "$tarball")" -delete
     echo "build: $lang: $(du -h "$tarball" | cut -f1) in $(( $(date +%s) - start )) s"
   elif ! check_lock "$tarball"; then
     echo "build: $lang: the cached $tarball is not what $lock pins: rebuild it (delete it)" >&2
@@ -157,6 +171,10 @@ for lang in "${langs[@]}"; do
       rm -rf "$d" "$again"
       exit 1
     fi
+  fi
+  if [ -n "$suffix" ]; then
+    echo "$ref $tarball"
+    continue
   fi
   # Imported already (this tarball, this store, the name still there): nothing to do.
   store="${POLYSANDBOX_ROOT:-default}-$(id -u)"

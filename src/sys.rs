@@ -71,6 +71,30 @@ pub fn open_tree(dirfd: RawFd, path: &CStr, what: &str) -> Result<OwnedFd> {
     check(r, || format!("clone mount tree of {what}")).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
 }
 
+/// A new tmpfs, not attached anywhere yet (fsopen, fsconfig, fsmount): an fd on its root, to
+/// attach with [`move_mount_to_fd`]. Made without looking any path up.
+pub fn tmpfs_detached(options: &[(&str, String)], attrs: u64, what: &str) -> Result<OwnedFd> {
+    const FSOPEN_CLOEXEC: u32 = 1;
+    const FSCONFIG_SET_STRING: u32 = 1;
+    const FSCONFIG_CMD_CREATE: u32 = 6;
+    const FSMOUNT_CLOEXEC: u32 = 1;
+    // SAFETY: a valid C string; a non-negative return is a new fd we own.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) };
+    let fs = check(fs, || format!("create {what}")).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })?;
+    for (k, v) in options {
+        let (k, v) = (cstr(k), cstr(v));
+        // SAFETY: valid C strings and an fs context fd.
+        let r = unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), FSCONFIG_SET_STRING, k.as_ptr(), v.as_ptr(), 0) };
+        check(r, || format!("configure {what} ({}={})", k.to_string_lossy(), v.to_string_lossy()))?;
+    }
+    // SAFETY: as above.
+    let r = unsafe { libc::syscall(libc::SYS_fsconfig, fs.as_raw_fd(), FSCONFIG_CMD_CREATE, std::ptr::null::<libc::c_char>(), std::ptr::null::<libc::c_void>(), 0) };
+    check(r, || format!("create {what}"))?;
+    // SAFETY: as above; a non-negative return is a new fd we own.
+    let m = unsafe { libc::syscall(libc::SYS_fsmount, fs.as_raw_fd(), FSMOUNT_CLOEXEC, attrs as libc::c_uint) };
+    check(m, || format!("mount {what}")).map(|fd| unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}
+
 /// Attaches the detached tree `tree` on the directory or file `target` (an fd).
 pub fn move_mount_to_fd(tree: RawFd, target: RawFd, what: &str) -> Result<()> {
     let empty = c"";

@@ -359,3 +359,36 @@ fn ctrl_c_stops_cleanly_and_leaves_a_resumable_run() {
     let r = eval_in(m, &dir, &[p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "2s", "--resume"]);
     assert_eq!(r.verdict("python/sum-two"), "timeout", "{}", stderr(&r.out));
 }
+
+/// Every path on the command line may be relative to the working directory: the dataset,
+/// the predictions, -o, --repos, --config and --root. (A relative -o once made every patch
+/// prediction patch_failed: the patch was written under one directory and read from another.)
+#[test]
+fn every_path_argument_may_be_relative() {
+    for m in modes() {
+        let root = m.owned_dir("rel");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (_, _) = swe_fixture(&root);
+        // The honest fix as a model patch.
+        let fix = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n";
+        let preds = [("acme__calc-1", fix), ("acme__calc-2", fix)].iter().map(|(id, p)| serde_json::json!({"instance_id": id, "model_name_or_path": "m", "model_patch": p}).to_string()).collect::<Vec<_>>().join("\n");
+        std::fs::write(root.join("fix.jsonl"), preds).unwrap();
+        std::fs::write(root.join("cfg.toml"), "[python]\ntimeout = \"170s\"\n").unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+        // --root relative too: from the working directory up to / and down to the store.
+        let store = if m == Mode::User && is_root() { USER_STORE.to_string() } else { "/var/lib/polysandbox".to_string() };
+        let up = "../".repeat(root.components().count() - 1);
+        let rel_store = format!("{up}{}", store.trim_start_matches('/'));
+        let mut c = m.command();
+        c.current_dir(&root)
+            .args(["eval", "swe.jsonl", "-p", "fix.jsonl", "-o", "out", "--repos", "repos", "--config", "cfg.toml", "--root", &rel_store])
+            .stdin(Stdio::null());
+        let o = c.output().unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        let run = Run { out: o, dir: root.join("out") };
+        for id in ["acme__calc-1", "acme__calc-2"] {
+            assert_eq!(run.verdict(id), "resolved", "{m:?} {id}: {}", run.result(id));
+        }
+        assert!(root.join("out/results.jsonl").is_file(), "{m:?}: -o out was not used");
+    }
+}

@@ -100,34 +100,17 @@ fn a_setuid_file_in_a_bind_does_not_raise_privilege_inside() {
 /// reaps (a container's or CI step's pid 1, a Slurm step), runs must leave no zombie behind.
 #[test]
 fn runs_leave_no_zombie_under_a_subreaper_that_never_reaps() {
-    // The subreaper waits for each run's own pid only, as subprocess does, then lists its
-    // zombie children.
-    const SUBREAPER: &str = r#"
-import ctypes, os, subprocess, sys, time
-ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
-for _ in range(20):
-    subprocess.run(sys.argv[1:], check=True)
-time.sleep(0.5)
-me = str(os.getpid())
-z = []
-for p in os.listdir("/proc"):
-    try:
-        st = open(f"/proc/{p}/stat").read()
-    except (OSError, ValueError):
-        continue
-    f = st[st.rfind(")") + 2:].split()
-    if f[1] == me and f[0] == "Z":
-        z.append(p)
-print("zombies:", len(z))
-"#;
+    // The subreaper (the probe) waits for each run's own pid only, as subprocess does, then
+    // counts its zombie children.
     for m in modes() {
         let f = fixtures();
-        let mut run: Vec<String> = Vec::new();
+        let mut c = std::process::Command::new(f.dir.join("probe"));
+        c.args(["subreaper", "20"]);
         if m == Mode::User && is_root() {
-            run.extend(["setpriv".into(), format!("--reuid={}", f.uid), format!("--regid={}", f.gid), "--clear-groups".into()]);
+            c.args(["setpriv", &format!("--reuid={}", f.uid), &format!("--regid={}", f.gid), "--clear-groups"]);
         }
-        run.extend([f.bin.display().to_string(), "run".into(), "-q".into(), "--rootfs".into(), m.rootfs().display().to_string(), "--".into(), "true".into()]);
-        let o = std::process::Command::new("python3").arg("-c").arg(SUBREAPER).args(&run).env("HOME", "/tmp").stdin(Stdio::null()).output().unwrap();
+        c.arg(&f.bin).args(["run", "-q", "--rootfs"]).arg(m.rootfs()).args(["--", "true"]);
+        let o = c.env("HOME", "/tmp").stdin(Stdio::null()).output().unwrap();
         assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
         assert_eq!(stdout(&o).trim(), "zombies: 0", "{m:?}: {}", stderr(&o));
     }

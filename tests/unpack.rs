@@ -132,7 +132,7 @@ impl Drop for Scratch {
 }
 
 fn opts(rootless: bool) -> Options {
-    Options { rootless, max_unpacked: 1 << 30 }
+    Options { rootless, strip_privilege: false, max_unpacked: 1 << 30 }
 }
 
 #[test]
@@ -283,10 +283,10 @@ fn refuses_a_pax_size_desync() {
 fn refuses_more_than_the_size_cap() {
     let big = vec![b'x'; 300_000];
     let s = Scratch::new("cap");
-    s.refused(vec![gzip(&Tar::default().file("big", &big, 0o644).end())], &Options { rootless: true, max_unpacked: 100_000 }, "exceeds the limit");
+    s.refused(vec![gzip(&Tar::default().file("big", &big, 0o644).end())], &Options { rootless: true, strip_privilege: false, max_unpacked: 100_000 }, "exceeds the limit");
     // The cap is over the whole image, not per layer.
     let l = Tar::default().file("a", &vec![b'y'; 60_000], 0o644).end();
-    s.refused(vec![l.clone(), l], &Options { rootless: true, max_unpacked: 100_000 }, "exceeds the limit");
+    s.refused(vec![l.clone(), l], &Options { rootless: true, strip_privilege: false, max_unpacked: 100_000 }, "exceeds the limit");
 }
 
 #[test]

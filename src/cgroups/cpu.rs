@@ -21,10 +21,21 @@ pub fn set_v2(dir: &Path, cpus: f64) -> io::Result<()> {
     write(dir, "cpu.max", &format!("{} {PERIOD_US}", quota_us(cpus)))
 }
 
-/// (user, system) CPU seconds of a v1 cpuacct group.
+/// (user, system) CPU seconds of a v1 cpuacct group. The total is the scheduler's exact
+/// count (`cpuacct.usage`); the split comes from tick-sampled counters, so it is scaled to it.
 pub fn usage_v1(dir: &Path) -> Option<(f64, f64)> {
     let ns = |f: &str| std::fs::read_to_string(dir.join(f)).ok()?.trim().parse::<u64>().ok();
-    Some((ns("cpuacct.usage_user")? as f64 / 1e9, ns("cpuacct.usage_sys")? as f64 / 1e9))
+    let total = ns("cpuacct.usage")? as f64 / 1e9;
+    Some(split(total, ns("cpuacct.usage_user").unwrap_or(0) as f64, ns("cpuacct.usage_sys").unwrap_or(0) as f64))
+}
+
+/// `total` split in the proportion user : system (all user if neither was sampled).
+fn split(total: f64, user: f64, system: f64) -> (f64, f64) {
+    if user + system <= 0.0 {
+        return (total, 0.0);
+    }
+    let u = total * user / (user + system);
+    (u, total - u)
 }
 
 /// Total CPU seconds of a v1 cpuacct group (one small read).
@@ -36,5 +47,7 @@ pub fn total_v1(dir: &Path) -> Option<f64> {
 pub fn usage_v2(dir: &Path) -> Option<(f64, f64, f64)> {
     let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
     let field = |k: &str| stat.lines().find_map(|l| l.strip_prefix(k)?.trim().parse::<u64>().ok()).map(|us| us as f64 / 1e6);
-    Some((field("user_usec ")?, field("system_usec ")?, field("usage_usec ")?))
+    let total = field("usage_usec ")?;
+    let (u, s) = split(total, field("user_usec ").unwrap_or(0.0), field("system_usec ").unwrap_or(0.0));
+    Some((u, s, total))
 }

@@ -94,9 +94,16 @@ pub fn main(a: EvalArgs) -> i32 {
         Ok(b) => b,
         Err(e) => return super::error(format!("cannot find the polysandbox binary: {e}")),
     };
+    // Every path made absolute here, once: the runs read and write them from other working
+    // directories (a relative -o once sent every patch to a path read from elsewhere).
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let predictions = match a.predictions.as_str() {
+        "gold" | "stub" => a.predictions.clone(),
+        p => abs(PathBuf::from(p)).to_string_lossy().into_owned(),
+    };
     let o = Options {
-        dataset: a.dataset,
-        predictions: a.predictions,
+        dataset: abs(a.dataset),
+        predictions,
         jobs: a.jobs,
         languages: a.filter_category,
         sample: a.sample,
@@ -105,8 +112,8 @@ pub fn main(a: EvalArgs) -> i32 {
         cpus: a.cpus,
         memory: a.memory,
         images: a.images,
-        config: a.config,
-        output: a.output,
+        config: a.config.map(abs),
+        output: abs(a.output),
         resume: a.resume,
         retries: a.retries,
         shard: a.shard,
@@ -115,8 +122,8 @@ pub fn main(a: EvalArgs) -> i32 {
             "junit" => Format::Junit,
             _ => Format::Table,
         },
-        repos: a.repos,
-        root: a.root,
+        repos: a.repos.map(abs),
+        root: a.root.map(abs),
         binary,
     };
     let tty = std::io::stderr().is_terminal();

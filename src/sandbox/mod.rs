@@ -448,7 +448,13 @@ fn prepare_child(child: &monitor::Child, spec: &Spec, rootfs: &std::path::Path, 
     // As root, the command runs as an unprivileged host uid range; idmapped mounts make the
     // root-owned rootfs (and binds) appear owned by the sandbox's root.
     let userns = sys::open(&sys::cstr(format!("/proc/{}/ns/user", child.pid)), libc::O_RDONLY, "the sandbox's user namespace")?;
-    let mut fds = Vec::with_capacity(1 + spec.binds.len());
+    let mut fds = Vec::with_capacity(2 + spec.binds.len());
+    // Where the init attaches its writable layer: the rootfs directory as its own mount
+    // namespace has it, looked up by us through its root (the init runs as an unprivileged
+    // host id, which may not traverse the store's 0700 root).
+    let mut at = std::ffi::OsString::from(format!("/proc/{}/root", child.pid));
+    at.push(rootfs.as_os_str());
+    fds.push(sys::open(&sys::cstr(at), libc::O_PATH | libc::O_DIRECTORY, "the rootfs in the sandbox's mount namespace")?);
     fds.push(idmap::idmapped_tree(rootfs, userns.as_raw_fd())?);
     for b in &spec.binds {
         fds.push(idmap::bind_tree(&b.source, b.readonly, Some(userns.as_raw_fd()))?);

@@ -1,7 +1,9 @@
 //! The sandbox's filesystem, built by the init inside its own mount namespace:
 //!
 //! ```text
-//! <rootfs path>            a scratch tmpfs (size = --disk) mounted over the rootfs path
+//! <rootfs path>            a scratch tmpfs (size = --disk) attached over the rootfs directory
+//!                          (by fd: as root, the supervisor opens it for the init, which runs as
+//!                          an unprivileged host id that may not traverse the store's 0700 root)
 //!   lower/                 the rootfs, as a cloned (and, for root, idmapped) mount tree
 //!   upper/ work/           the overlay's writable layer
 //!   root/                  the overlay: what becomes /
@@ -43,12 +45,18 @@ const NOSUID_NODEV_NOEXEC: libc::c_ulong = libc::MS_NOSUID | libc::MS_NODEV | li
 pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[bool]) -> Result<OwnedFd> {
     sys::mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None, "/ private")?;
 
-    // Take hold of every source before the rootfs path is covered by the scratch tmpfs.
+    // Take hold of every source before the rootfs path is covered by the scratch tmpfs: as
+    // root the supervisor hands us the rootfs directory (in our mount namespace) and its
+    // idmapped tree; rootless we open them ourselves.
     let mut trees = trees.into_iter();
-    let lower = match trees.next() {
+    let (rootfs_dir, given) = match trees.next() {
+        Some(at) => (at, true),
+        None => (sys::open(rootfs, libc::O_PATH | libc::O_DIRECTORY, "the rootfs")?, false),
+    };
+    let lower = match trees.next().filter(|_| given) {
         Some(t) => t,
         None => {
-            let t = sys::open_tree(libc::AT_FDCWD, rootfs, "the rootfs")?;
+            let t = sys::open_tree(rootfs_dir.as_raw_fd(), c"", "the rootfs")?;
             sys::mount_setattr(t.as_raw_fd(), 0, None, "the rootfs")?;
             t
         }
@@ -63,9 +71,13 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     }
 
     // The scratch tmpfs, and the overlay on it.
-    let size = spec.limits.disk.map(|d| format!(",size={d}")).unwrap_or_default();
-    sys::mount(Some(c"tmpfs"), rootfs, Some(c"tmpfs"), libc::MS_NOSUID | libc::MS_NODEV, Some(&cstr(format!("mode=0755{size}"))), "the writable layer (tmpfs)")?;
-    let scratch = sys::open(rootfs, libc::O_PATH | libc::O_DIRECTORY, "the writable layer")?;
+    let mut options = vec![("mode", "0755".to_string())];
+    if let Some(d) = spec.limits.disk {
+        options.push(("size", d.to_string()));
+    }
+    let scratch = sys::tmpfs_detached(&options, sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV, "the writable layer (tmpfs)")?;
+    sys::move_mount_to_fd(scratch.as_raw_fd(), rootfs_dir.as_raw_fd(), "the writable layer (tmpfs)")?;
+    drop(rootfs_dir);
     for d in ["lower", "upper", "work", "root"] {
         mkdirat(scratch.as_raw_fd(), d, 0o755)?;
     }
