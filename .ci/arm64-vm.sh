@@ -58,6 +58,21 @@ for lang in $EVAL_LANGS; do
   IMAGES+=("$line")
 done
 
+phase "a local registry with a multi-arch image (amd64: busybox, no python; arm64/v8: python)"
+for p in docker-registry skopeo; do command -v "$p" >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$p" >/dev/null; done
+REG=$W/registry; rm -rf "$REG"; mkdir -p "$REG/data"
+[ -d .cache/rootfs/busybox ] || sh rootfs/busybox.sh .cache/rootfs/busybox
+tar -C .cache/rootfs/busybox -cf "$REG/busybox.tar" .
+python3 .ci/multiarch-layout.py "$REG/layout" "$REG/busybox.tar" "$(echo "${IMAGES[0]}" | cut -d' ' -f2)" 1
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+printf 'version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: %s\nhttp:\n  addr: 127.0.0.1:%s\n' "$REG/data" "$PORT" > "$REG/config.yml"
+docker-registry serve "$REG/config.yml" >/dev/null 2>&1 &
+REG_PID=$!
+trap 'kill $REG_PID 2>/dev/null || true' EXIT
+for _ in $(seq 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+skopeo copy --quiet --all --dest-tls-verify=false "oci:$REG/layout:1" "docker://127.0.0.1:$PORT/polysandbox/multi:1"
+rm -rf "$REG/layout" "$REG/busybox.tar"
+
 phase "arm64 rootfs (cached)"
 # The marker names the package list: a changed list builds the rootfs anew.
 PKGS=busybox-static,util-linux,gcc,libc6-dev,file,procps,python3-minimal
@@ -83,7 +98,8 @@ I=$(mktemp -d); mkdir -p "$I"/{bin,proc,sys,dev,newroot,mod}
 cp "$W/root/bin/busybox" "$I/bin/busybox"
 for m in lib/crc16 crypto/crc32c_generic fs/mbcache fs/jbd2/jbd2 fs/ext4/ext4 \
          drivers/virtio/virtio_pci_legacy_dev drivers/virtio/virtio_pci_modern_dev \
-         drivers/virtio/virtio_pci drivers/block/virtio_blk fs/overlayfs/overlay; do
+         drivers/virtio/virtio_pci drivers/block/virtio_blk fs/overlayfs/overlay \
+         net/core/failover drivers/net/net_failover drivers/net/virtio_net; do
   cp "$KMOD/$KVER/kernel/$m.ko" "$I/mod/"; basename "$m.ko" >> "$I/mod/order"
 done
 cat > "$I/init" <<'EOF'
@@ -148,6 +164,8 @@ else   # like the CI host: v1 controllers, and an empty v2 tree at unified/
   mount -t cgroup2 cgroup2 /sys/fs/cgroup/unified
 fi
 hostname vm; busybox ip link set lo up
+# qemu's user network: the host's loopback is 10.0.2.2 (the registry for the pull test).
+busybox ip link set eth0 up && busybox ip addr add 10.0.2.15/24 dev eth0 && busybox ip route add default via 10.0.2.2
 echo "PSVM: booted (\$layout cgroups), uptime \$(cut -d' ' -f1 /proc/uptime) s, \$(uname -m) \$(uname -r), \$(nproc) cpus"
 cd $REPO
 rc=0
@@ -155,6 +173,19 @@ for t in ${TESTBINS[*]}; do
   echo "PSVM: running \$(basename \$t)"
   POLYSANDBOX_LEAK_RUNS=${LEAK_RUNS:-100} \$t --test-threads=${TEST_THREADS:-4} || rc=1
 done
+# Pull a multi-arch image from the host's registry (the native platform, then asked for by
+# name) and run it: only its arm64/v8 entry has python3 (pure v2 boot).
+if [ \$layout = v2 ]; then
+  BIN=$REPO/target/aarch64-unknown-linux-gnu/release/polysandbox
+  ref=10.0.2.2:$PORT/polysandbox/multi:1
+  if \$BIN pull -q --tls-verify=false \$ref && \$BIN pull -q --tls-verify=false --platform linux/arm64 \$ref; then
+    m=\$(\$BIN run \$ref -- python3 -c 'import platform; print(platform.machine())' 2>&1)
+    echo "PSVM: pulled linux/arm64 of \$ref; python3 inside says: \$m"
+    [ "\$m" = aarch64 ] || rc=1
+  else
+    echo "PSVM: pull of \$ref failed"; rc=1
+  fi
+fi
 # One small eval with the arm64 toolchain images (pure v2 boot): gold resolves every python
 # and go fixture, the stubs none.
 if [ \$layout = v2 ]; then
@@ -182,7 +213,8 @@ mkfs.ext4 -q -F -L root -d "$R" "$W/disk.img" 8G
 fail=0
 for layout in "${LAYOUTS[@]}"; do
   phase "boot ($layout cgroups; qemu-system-aarch64 -cpu $CPU -smp 2, TCG)"
-  timeout "${VM_TIMEOUT:-900}" qemu-system-aarch64 -M virt -cpu "$CPU" -smp 2 -m 2048 -nographic -no-reboot -nic none \
+  timeout "${VM_TIMEOUT:-900}" qemu-system-aarch64 -M virt -cpu "$CPU" -smp 2 -m 2048 -nographic -no-reboot \
+    -netdev user,id=n0,restrict=off -device virtio-net-pci,netdev=n0,romfile= \
     -kernel "$W/vmlinuz" -initrd "$W/initrd.gz" \
     -drive file="$W/disk.img",format=raw,if=virtio,cache=unsafe \
     -append "console=ttyAMA0 quiet panic=-1 psb.cgroups=$layout" </dev/null | tr -d '\r' | tee "$W/console-$layout.log" || true

@@ -392,3 +392,76 @@ fn every_path_argument_may_be_relative() {
         assert!(root.join("out/results.jsonl").is_file(), "{m:?}: -o out was not used");
     }
 }
+
+/// Predictions are untrusted input: a predictions directory whose solution file is a symlink
+/// to a host file, a FIFO, a symlink to /dev/zero, or whose instance directory is a symlink,
+/// is refused for that instance (patch_failed, with the reason), never followed: the host
+/// file's content reaches neither the sandbox nor the logs, nothing hangs, and the run goes on.
+#[test]
+fn hostile_prediction_directories_are_refused_never_followed() {
+    for m in modes() {
+        let secret_text = format!("host-secret-{}-{}", std::process::id(), unique());
+        let secret = m.writable_file("secret");
+        std::fs::write(&secret, format!("{secret_text}\ndef add(a, b):\n    return a + b\n")).unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        for how in ["symlink", "fifo", "zero", "dir-symlink"] {
+            let preds = m.owned_dir(&format!("preds-{how}"));
+            let inst = preds.join("python/sum-two");
+            match how {
+                "dir-symlink" => {
+                    std::fs::create_dir_all(preds.join("python")).unwrap();
+                    let elsewhere = m.owned_dir("elsewhere");
+                    std::os::unix::fs::symlink(&secret, elsewhere.join("sum_two.py")).unwrap();
+                    std::os::unix::fs::symlink(&elsewhere, &inst).unwrap();
+                }
+                _ => {
+                    std::fs::create_dir_all(&inst).unwrap();
+                    let f = inst.join("sum_two.py");
+                    match how {
+                        "symlink" => std::os::unix::fs::symlink(&secret, &f).unwrap(),
+                        "zero" => std::os::unix::fs::symlink("/dev/zero", &f).unwrap(),
+                        _ => nix::unistd::mkfifo(&f, nix::sys::stat::Mode::from_bits_truncate(0o644)).unwrap(),
+                    }
+                }
+            }
+            if m == Mode::User && is_root() {
+                Command::new("chown").args(["-hR", &format!("{}:{}", fixtures().uid, fixtures().gid)]).arg(&preds).status().unwrap();
+            }
+            let run = eval(m, &[&polyglot(), "-p", preds.to_str().unwrap(), "--filter-category", "python", "go"]);
+            let r = run.result("python/sum-two");
+            assert_eq!(r["verdict"], "patch_failed", "{m:?} {how}: {r}");
+            assert!(r["reason"].as_str().unwrap_or("").contains("refused"), "{m:?} {how}: {r}");
+            let o = Command::new("grep").args(["-rls", &secret_text]).arg(&run.dir).output().unwrap();
+            assert!(stdout(&o).is_empty(), "{m:?} {how}: the host file reached the logs: {}", stdout(&o));
+            // Other instances are graded as usual (go has no prediction here: empty).
+            assert_eq!(run.verdict("go/sum-two"), "empty_patch", "{m:?} {how}");
+        }
+    }
+}
+
+/// When eval is killed outright (SIGKILL: no handler runs), its sandboxes end with it instead
+/// of running on to their timeout, and --resume then completes the run: each instance once.
+#[test]
+fn sigkill_of_eval_ends_its_sandboxes_and_resume_completes() {
+    for m in modes() {
+        let p = polyglot();
+        let dir = m.owned_dir("sigkill").join("out");
+        let timeout = prediction("timeout");
+        let args = [p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "120s"];
+        let mut c = m.command();
+        c.arg("eval").args(args).arg("-o").arg(&dir);
+        if m == Mode::User && is_root() {
+            c.args(["--root", USER_STORE]);
+        }
+        let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        assert!(eventually(30, || !processes_with(&dir.display().to_string()).is_empty() && dir.join("logs/python__sum-two/test_output.txt").exists()), "{m:?}");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(eventually(10, || processes_with(&dir.display().to_string()).is_empty()), "{m:?}: sandboxes outlived a SIGKILLed eval: {:?}", processes_with(&dir.display().to_string()));
+        let r = eval_in(m, &dir, &[p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "2s", "--resume"]);
+        assert_eq!(r.verdict("python/sum-two"), "timeout", "{m:?}: {}", stderr(&r.out));
+        let lines = std::fs::read_to_string(dir.join("results.jsonl")).unwrap();
+        assert_eq!(lines.lines().filter(|l| l.contains("python/sum-two")).count(), 1, "{m:?}: {lines}");
+    }
+}

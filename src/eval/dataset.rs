@@ -46,6 +46,9 @@ pub enum Prediction {
     Code(String),
     /// The predictions name nothing for this instance.
     Missing,
+    /// The prediction is not one we take, and why (a symlink, FIFO or device where a file
+    /// should be, a path outside the instance): graded as a patch that does not apply.
+    Refused(String),
 }
 
 impl Prediction {
@@ -56,6 +59,7 @@ impl Prediction {
             Prediction::Stub => b"stub".to_vec(),
             Prediction::Missing => b"missing".to_vec(),
             Prediction::Patch(p) | Prediction::Code(p) => p.as_bytes().to_vec(),
+            Prediction::Refused(why) => format!("refused: {why}").into_bytes(),
             Prediction::Files(f) => {
                 let mut v = Vec::new();
                 for (k, b) in f {
@@ -291,6 +295,61 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
     Ok(Predictions::Records(map))
 }
 
+/// The most one predicted file may hold.
+const PREDICTED_FILE_CAP: u64 = 16 << 20;
+
+/// An exercise's solution files from a predictions directory, read as untrusted input: the
+/// instance's directory and every file are resolved beneath the predictions directory with no
+/// symlink on the way (a `solution.py -> /etc/shadow` is never followed, as root or not),
+/// opened without blocking, and taken only if they are regular files of a sane size; a
+/// solution path from the dataset that leaves the instance is refused too.
+fn read_prediction_dir(d: &Path, language: &str, name: &str, id: &str, solution: &[String]) -> Result<Prediction, String> {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let beneath = crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS | crate::sys::RESOLVE_NO_MAGICLINKS;
+    let root = crate::sys::open(&crate::sys::cpath(d), libc::O_PATH | libc::O_DIRECTORY, "the predictions directory")?;
+    let why = |rel: &str, e: std::io::Error| match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::EXDEV) => format!("{rel} is a symlink (or leads through one)"),
+        _ => format!("{rel}: {e}"),
+    };
+    let candidates = [format!("{language}/exercises/practice/{name}"), format!("{language}/{name}"), id.replace('/', "__")];
+    let mut base = None;
+    for c in &candidates {
+        match crate::sys::openat2(root.as_raw_fd(), c, libc::O_PATH | libc::O_DIRECTORY, beneath) {
+            Ok(fd) => {
+                base = Some(fd);
+                break;
+            }
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {}
+            Err(e) => return Ok(Prediction::Refused(why(c, e))),
+        }
+    }
+    let Some(base) = base else { return Ok(Prediction::Missing) };
+    let mut files = BTreeMap::new();
+    for s in solution {
+        if s.starts_with('/') || s.split('/').any(|c| c == "..") {
+            return Ok(Prediction::Refused(format!("{s}: a path outside the exercise")));
+        }
+        let fd = match crate::sys::openat2(base.as_raw_fd(), s, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, beneath) {
+            Ok(fd) => fd,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => return Ok(Prediction::Refused(why(s, e))),
+        };
+        let f = std::fs::File::from(fd);
+        let md = f.metadata().map_err(|e| format!("{s}: {e}"))?;
+        if !md.is_file() {
+            return Ok(Prediction::Refused(format!("{s} is not a regular file (a FIFO, device or directory)")));
+        }
+        if md.len() > PREDICTED_FILE_CAP {
+            return Ok(Prediction::Refused(format!("{s}: {} bytes, more than {PREDICTED_FILE_CAP}", md.len())));
+        }
+        let mut b = Vec::new();
+        f.take(PREDICTED_FILE_CAP).read_to_end(&mut b).map_err(|e| format!("{s}: {e}"))?;
+        files.insert(s.clone(), b);
+    }
+    Ok(if files.is_empty() { Prediction::Missing } else { Prediction::Files(files) })
+}
+
 impl Predictions {
     pub fn for_instance(&self, inst: &Instance) -> Result<Prediction, String> {
         Ok(match self {
@@ -301,23 +360,7 @@ impl Predictions {
                 let Kind::Exercise { name, solution, .. } = &inst.kind else {
                     return Err(format!("{}: a predictions directory holds exercise files; use a JSONL of model_patch for this dataset", inst.id));
                 };
-                let candidates = [d.join(&inst.language).join("exercises/practice").join(name), d.join(&inst.language).join(name), d.join(inst.id.replace('/', "__"))];
-                let Some(base) = candidates.iter().find(|c| c.is_dir()) else { return Ok(Prediction::Missing) };
-                let mut files = BTreeMap::new();
-                for s in solution {
-                    match std::fs::read(base.join(s)) {
-                        Ok(b) => {
-                            files.insert(s.clone(), b);
-                        }
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                        Err(e) => return Err(format!("{}: {e}", base.join(s).display())),
-                    }
-                }
-                if files.is_empty() {
-                    Prediction::Missing
-                } else {
-                    Prediction::Files(files)
-                }
+                read_prediction_dir(d, &inst.language, name, &inst.id, solution)?
             }
         })
     }

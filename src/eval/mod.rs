@@ -198,6 +198,22 @@ fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
 fn polysandbox(o: &Options) -> Command {
     let mut c = Command::new(&o.binary);
     c.arg("run").arg("-q");
+    // If eval dies (even by SIGKILL), each sandbox's supervisor is killed, and its init and
+    // whole pid namespace with it: nothing runs on to its timeout. (The parent-death signal
+    // follows the thread that spawned it, which waits for it to the end.)
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl between fork and exec.
+    let parent = std::process::id();
+    unsafe {
+        c.pre_exec(move || {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            // Eval died between the fork and the prctl: no signal will come.
+            if libc::getppid() as u32 != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
     if let Some(r) = &o.root {
         c.arg("--root").arg(r);
     }
@@ -490,7 +506,14 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         }
     }
 
-    let results_file = Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(&results_path).map_err(|e| format!("{}: {e}", results_path.display()))?);
+    let mut results = std::fs::OpenOptions::new().create(true).append(true).open(&results_path).map_err(|e| format!("{}: {e}", results_path.display()))?;
+    // A line cut short by a crash (SIGKILL mid-write) is closed first, so that the next result
+    // starts a line of its own rather than merging with it.
+    if std::fs::read(&results_path).map(|b| b.last().is_some_and(|&c| c != b'\n')).unwrap_or(false) {
+        use std::io::Write;
+        results.write_all(b"\n").map_err(|e| format!("{}: {e}", results_path.display()))?;
+    }
+    let results_file = Mutex::new(results);
     let total = done.len() + jobs.len();
     let mut resolved = done.iter().filter(|r| r.verdict == "resolved").count();
     for (k, r) in done.iter().enumerate() {

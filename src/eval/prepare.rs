@@ -194,6 +194,7 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                     touched.extend(patch_paths(&p));
                 }
                 Prediction::Missing => return Err(NotRun::EmptyPatch),
+                Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
                 Prediction::Code(_) => return Err(err(format!("{}: a code prediction for an exercise; give files or a model_patch", inst.id))),
             }
             // Test files always come from the dataset, whatever the prediction did to them.
@@ -214,6 +215,7 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 Prediction::Gold => gold_patch.clone(),
                 Prediction::Patch(p) => p.clone(),
                 Prediction::Stub | Prediction::Missing => String::new(),
+                Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
                 Prediction::Files(_) | Prediction::Code(_) => return Err(err(format!("{}: repository instances take a model_patch", inst.id))),
             };
             if patch.trim().is_empty() && !matches!(pred, Prediction::Stub) {
@@ -275,6 +277,7 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 Prediction::Code(c) => c.clone(),
                 Prediction::Patch(p) => p.clone(),
                 Prediction::Missing => String::new(),
+                Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
                 Prediction::Files(_) => return Err(err(format!("{}: snippet instances take code", inst.id))),
             };
             if code.trim().is_empty() {
