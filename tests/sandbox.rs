@@ -728,3 +728,39 @@ fn bind_source_under_a_directory_the_sandbox_uid_cannot_read() {
     let o = Mode::Root.run(&["-v", &format!("{}:/data", private.join("data").display())], &["cat", "/data/x"]);
     assert_eq!(stdout(&o), "x", "{}", stderr(&o));
 }
+
+/// A failure after the fork but before the command runs (exec of a missing or non-executable
+/// command, a working directory that cannot be made, seccomp refusing execve) is
+/// polysandbox's, typed in the record (status not_started, start_error), one line on stderr;
+/// it is never the command's exit status or its output.
+#[test]
+fn a_command_that_cannot_start_is_reported_as_such() {
+    let f = fixtures();
+    let deny_exec = f.dir.join("deny-execve.json");
+    std::fs::write(&deny_exec, r#"{"defaultAction":"SCMP_ACT_ALLOW","syscalls":[{"names":["execve","execveat"],"action":"SCMP_ACT_ERRNO","errnoRet":13}]}"#).unwrap();
+    for m in modes() {
+        let cases: [(&str, Vec<&str>, &[&str], i32, &str); 4] = [
+            ("missing", vec![], &["/no/such/runner"], 127, "not found"),
+            ("not executable", vec![], &["/etc/passwd"], 126, "Permission denied"),
+            ("workdir", vec!["-w", "/etc/passwd/sub"], &["true"], 125, "working directory"),
+            ("seccomp", vec!["--seccomp", deny_exec.to_str().unwrap()], &["true"], 126, "Permission denied"),
+        ];
+        for (what, opts, cmd, want, why) in cases {
+            let (o, s) = m.run_stats(&opts, cmd);
+            assert_eq!(code(&o), want, "{m:?} {what}: {}", stderr(&o));
+            assert_eq!(s["status"], "not_started", "{m:?} {what}: {s}");
+            assert!(s["exit_code"].is_null(), "{m:?} {what}: {s}");
+            assert!(s["start_error"].as_str().unwrap_or("").contains(why), "{m:?} {what}: {s}");
+            assert!(stdout(&o).is_empty(), "{m:?} {what}");
+            let err = stderr(&o);
+            assert_eq!(err.lines().count(), 1, "{m:?} {what}: {err}");
+            assert!(err.starts_with("polysandbox: error: "), "{m:?} {what}: {err}");
+        }
+        // A command that runs and exits 125 or 127 itself is the command's, not ours.
+        let (o, s) = m.run_stats(&[], &["/bin/sh", "-c", "exit 127"]);
+        assert_eq!(code(&o), 127);
+        assert_eq!(s["status"], "exited", "{m:?}: {s}");
+        assert_eq!(s["exit_code"], 127);
+        assert!(s.get("start_error").is_none_or(|v| v.is_null()), "{m:?}: {s}");
+    }
+}

@@ -98,7 +98,9 @@ pub fn main(a: RunArgs) -> i32 {
         Ok(r) => r,
         Err(e) => return super::error(e),
     };
-    if !a.quiet {
+    if let Some(why) = &report.start_error {
+        eprintln!("polysandbox: error: {why}");
+    } else if !a.quiet {
         note_fallbacks(&report);
     }
     if let Some(path) = &a.stats_json {

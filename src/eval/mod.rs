@@ -278,6 +278,13 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
         }
         _ => {}
     }
+    // The command never started (its working directory, seccomp, exec...): the sandbox's or
+    // the image's fault, never the prediction's.
+    if let Some(why) = &rec.start_error {
+        r.verdict = "error".into();
+        r.reason = Some(format!("the sandbox could not start the command: {why}"));
+        return;
+    }
     if rec.polysandbox_exit_code == crate::sandbox::exit::ERROR && rec.exit_code.is_none() {
         r.verdict = "error".into();
         r.reason = Some("the sandbox failed".into());

@@ -19,6 +19,10 @@ use std::time::{Duration, Instant};
 pub struct InitReport {
     /// Setup failed: why. The command never ran.
     pub error: Option<String>,
+    /// The command's process failed before it became the command (working directory,
+    /// capabilities, rlimits, seccomp, exec): polysandbox's exit code for it (125, or 126/127
+    /// for a command that cannot be executed or is not found) and why.
+    pub start_failure: Option<StartFailure>,
     /// wait(2) status of the command.
     pub status: Option<i32>,
     /// A watchdog killed the sandbox: "memory", "cpu_time".
@@ -37,6 +41,12 @@ pub struct InitReport {
     pub cpu_user: f64,
     pub cpu_system: f64,
     pub maxrss_kib: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct StartFailure {
+    pub code: i32,
+    pub message: String,
 }
 
 fn send(sock: RawFd, r: &InitReport) {
@@ -136,7 +146,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     super::trace::step("init: in its cgroup, cgroup ns entered");
 
     let exec = ExecPlan::new(plan)?;
-    let cmd = spawn(&exec, plan, &late, sock)?;
+    let Spawned { pid: cmd, failure } = spawn(&exec, plan, &late, sock)?;
     // The output pipes are the command's: the supervisor sees them close when the last of the
     // command's processes is gone, not when the init is.
     if let Some(fds) = plan.out_pipes {
@@ -147,6 +157,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     }
     super::trace::step("init: command forked");
     let mut report = supervise(plan, &late, cmd, scratch.as_raw_fd());
+    report.start_failure = failure;
     super::trace::step("init: command reaped");
     if let Ok(st) = nix::sys::statfs::fstatfs(&scratch) {
         let bs = st.block_size() as u64;
@@ -159,21 +170,32 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
 /// Starts the command as posix_spawn does: `clone(CLONE_VM | CLONE_VFORK)` on a stack of its
 /// own, so that neither the page tables are copied nor pages faulted in twice; the init sleeps
 /// until the child has exec'd (or failed and exited).
-fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<i32, String> {
+/// The command's process after the clone: its pid, and, if it failed before it became the
+/// command, why (it left that in memory it shares with us, as posix_spawn's child does).
+struct Spawned {
+    pid: i32,
+    failure: Option<StartFailure>,
+}
+
+fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<Spawned, String> {
     struct Ctx<'a> {
         exec: &'a ExecPlan,
         plan: &'a Plan<'a>,
         late: &'a Late,
         sock: RawFd,
+        /// Written by the child (same memory: CLONE_VM) before it exits, read by us once it has.
+        failure: std::cell::UnsafeCell<Option<StartFailure>>,
     }
     extern "C" fn entry(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: arg is the Ctx below, alive while the parent is suspended (CLONE_VFORK).
         let ctx = unsafe { &*(arg as *const Ctx) };
-        ctx.exec.run(ctx.plan, ctx.late, ctx.sock)
+        // SAFETY: only this child touches the slot until it has exited or exec'd.
+        let slot = unsafe { &mut *ctx.failure.get() };
+        ctx.exec.run(ctx.plan, ctx.late, ctx.sock, slot)
     }
     const STACK: usize = 512 * 1024;
     let mut stack = vec![0u8; STACK];
-    let ctx = Ctx { exec, plan, late, sock };
+    let ctx = Ctx { exec, plan, late, sock, failure: std::cell::UnsafeCell::new(None) };
     // SAFETY: the stack is ours and outlives the child's use of it (the parent resumes only
     // after the child exec'd or exited); the stack grows down from its end, 16-byte aligned.
     let pid = unsafe {
@@ -183,7 +205,8 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<i32, 
     if pid < 0 {
         return Err(format!("clone: {}", std::io::Error::last_os_error()));
     }
-    Ok(pid)
+    // The child has exec'd or exited: the slot is ours again.
+    Ok(Spawned { pid, failure: ctx.failure.into_inner() })
 }
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
@@ -471,10 +494,12 @@ impl ExecPlan {
     }
 
     /// In the command's process: from init's child to the command. Never returns.
-    fn run(&self, plan: &Plan, late: &Late, sock: RawFd) -> ! {
-        let fail = |code: i32, msg: String| -> ! {
-            let line = format!("polysandbox: {msg}\n");
-            let _ = sys::write_all(2, line.as_bytes());
+    fn run(&self, plan: &Plan, late: &Late, sock: RawFd, failure: &mut Option<StartFailure>) -> ! {
+        // Why the command could not start goes to the init (shared memory), which reports it as
+        // polysandbox's failure, not the command's: nothing is written to the command's output.
+        let slot = std::cell::RefCell::new(failure);
+        let fail = |code: i32, message: String| -> ! {
+            **slot.borrow_mut() = Some(StartFailure { code, message });
             // SAFETY: leaving the child.
             unsafe { libc::_exit(code) }
         };

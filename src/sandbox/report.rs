@@ -24,8 +24,13 @@ pub struct LimitRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub command: Vec<String>,
-    /// How the run ended: exited, signaled, timeout, oom, cpu_time, output_limit, interrupted.
+    /// How the run ended: exited, signaled, timeout, oom, cpu_time, output_limit, interrupted;
+    /// or not_started (the command's process failed before it became the command: see
+    /// `start_error`; polysandbox's fault or the image's, never the command's).
     pub status: String,
+    /// Why the command did not start, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_error: Option<String>,
     /// The command's exit code, when it exited by itself.
     pub exit_code: Option<i32>,
     /// The signal that ended the command, if one did.
@@ -106,7 +111,11 @@ pub(crate) fn build(
     let cpu_time_exceeded = init.killed_by.as_deref() == Some("cpu_time") || out.stopped == Some(Stop::CpuTime);
     let timed_out = out.stopped == Some(Stop::Timeout);
     let output_limit_exceeded = out.stopped == Some(Stop::OutputLimit);
-    let (status, code) = if timed_out {
+    let (status, code) = if let Some(f) = &init.start_failure {
+        exit_code = None;
+        signal = None;
+        ("not_started", f.code)
+    } else if timed_out {
         ("timeout", exit::TIMEOUT)
     } else if output_limit_exceeded {
         ("output_limit", exit::OUTPUT_LIMIT)
@@ -195,6 +204,7 @@ pub(crate) fn build(
     Ok(Report {
         command: spec.argv.clone(),
         status: status.into(),
+        start_error: init.start_failure.as_ref().map(|f| f.message.clone()),
         exit_code,
         signal,
         polysandbox_exit_code: code,
