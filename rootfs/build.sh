@@ -98,7 +98,7 @@ mmdebstrap_into() {
     # The setup step may fetch from npm or crates.io: it borrows the host's CA bundle (a site
     # may add its own CA there), which is removed again and is not part of the image.
     hooks+=(--customize-hook="cp '$setup' \"\$1/tmp/setup.sh\" && cp /etc/ssl/certs/ca-certificates.crt \"\$1/tmp/host-ca.crt\""
-            --customize-hook='chroot "$1" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt sh -e /tmp/setup.sh'
+            --customize-hook="chroot \"\$1\" env HOME=/root NODE_EXTRA_CA_CERTS=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt CARGO_HTTP_CAINFO=/tmp/host-ca.crt POLYSANDBOX_EMULATED='${suffix:+1}' sh -e /tmp/setup.sh"
             --customize-hook='rm -f "$1/tmp/setup.sh" "$1/tmp/host-ca.crt"')
   fi
   if [ -f "$customize" ]; then

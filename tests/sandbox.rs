@@ -111,6 +111,14 @@ fn bind_mounts_read_write_and_read_only() {
         assert!(stdout(&o).contains("from host") && stdout(&o).contains("rc=1"), "{m:?}: {}", stdout(&o));
         assert!(stderr(&o).contains("Read-only"), "{m:?}: {}", stderr(&o));
         assert!(!dir.join("no.txt").exists(), "{m:?}");
+        // As root, a read-write bind the sandbox's host id cannot write is named on stderr.
+        if m == Mode::Root {
+            let theirs = m.owned_dir("bind-root-owned");
+            let o = m.run(&["-v", &format!("{}:/data", theirs.display())], &["true"]);
+            assert!(stderr(&o).contains("cannot write here"), "{m:?}: {}", stderr(&o));
+            let o = m.run(&["-v", &rw], &["true"]);
+            assert!(!stderr(&o).contains("cannot write here"), "{m:?}: {}", stderr(&o));
+        }
         // A file bind, onto a path that does not exist in the image.
         let file = format!("{}:/opt/conf/in.txt:ro", dir.join("in.txt").display());
         let o = m.run(&["-v", &file], &["/bin/cat", "/opt/conf/in.txt"]);

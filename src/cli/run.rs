@@ -94,6 +94,9 @@ pub fn main(a: RunArgs) -> i32 {
         Ok(s) => s,
         Err(e) => return super::error(e),
     };
+    if !a.quiet {
+        note_bind_owners(&spec);
+    }
     let report = match sandbox::run(&spec) {
         Ok(r) => r,
         Err(e) => return super::error(e),
@@ -113,6 +116,29 @@ pub fn main(a: RunArgs) -> i32 {
 }
 
 /// Says, once, which requested limits are held without a cgroup, and how.
+/// As root, a read-write bind is written as the sandbox root's own unprivileged host id (see
+/// the README's threat model): say so where that id cannot write the directory, rather than
+/// leave the command to meet EACCES.
+fn note_bind_owners(spec: &Spec) {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let (uid, gid) = sandbox::root_host_ids();
+    for b in spec.binds.iter().filter(|b| !b.readonly) {
+        let Ok(md) = std::fs::metadata(&b.source) else { continue };
+        let writable = md.uid() == uid && md.mode() & 0o200 != 0 || md.gid() == gid && md.mode() & 0o020 != 0 || md.mode() & 0o002 != 0;
+        if !writable {
+            eprintln!(
+                "polysandbox: note: -v {}: as root the sandbox writes read-write binds as host uid {uid}, which cannot write here (owner {}); chown {uid}:{gid} it, or run polysandbox as its owner",
+                b.source.display(),
+                md.uid()
+            );
+        }
+    }
+}
+
 fn note_fallbacks(r: &sandbox::Report) {
     let held: Vec<String> = r
         .limits
