@@ -270,6 +270,16 @@ fn cpu_time_counts_processes_reaped_by_nobody() {
     }
 }
 
+/// Class 7: the OOM killer takes the command's processes before the init (which holds the
+/// report): the command runs with oom_score_adj 1000, the init keeps 0.
+#[test]
+fn the_command_not_the_init_is_the_oom_killers_choice() {
+    for m in modes() {
+        let o = m.run(&[], &["/bin/sh", "-c", "cat /proc/self/oom_score_adj /proc/1/oom_score_adj"]);
+        assert_eq!(stdout(&o), "1000\n0\n", "{m:?}: {}", stderr(&o));
+    }
+}
+
 /// Class 7: memory held where no RSS shows it (a memfd written, never mapped) still counts
 /// against --memory when the watchdog holds it (no cgroup).
 #[test]

@@ -110,6 +110,9 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
         _ => unsafe { libc::_exit(exit::ERROR) },
     };
     super::trace::step("init: go received");
+    // Our own oom_score_adj (see `spawn`), opened before the credential change below: that
+    // makes us undumpable (as root-run), and /proc/self then belongs to the host's root.
+    let oom_adj = std::fs::OpenOptions::new().write(true).open("/proc/self/oom_score_adj").ok();
     // Become the namespace's root (as root-run, our host uid 0 is not mapped inside).
     nix::unistd::setresgid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresgid: {e}"))?;
     if !plan.rootless {
@@ -146,7 +149,21 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     super::trace::step("init: in its cgroup, cgroup ns entered");
 
     let exec = ExecPlan::new(plan)?;
-    let Spawned { pid: cmd, failure } = spawn(&exec, plan, &late, sock)?;
+    // The command's processes are the OOM killer's first choice, in the sandbox's cgroup and
+    // on the host: memory held where no process's RSS shows it (an unmapped memfd, a tmpfs)
+    // would otherwise make the init, larger than them, its victim. We raise our score for the
+    // spawn (the command inherits it; raising needs no privilege) and lower it back after
+    // (allowed: not below our minimum, 0).
+    let set_oom = |v: &[u8]| {
+        if let Some(f) = &oom_adj {
+            use std::io::Write;
+            let _ = (&*f).write_all(v);
+        }
+    };
+    set_oom(b"1000");
+    let spawned = spawn(&exec, plan, &late, sock);
+    set_oom(b"0");
+    let Spawned { pid: cmd, failure } = spawned?;
     // The output pipes are the command's: the supervisor sees them close when the last of the
     // command's processes is gone, not when the init is.
     if let Some(fds) = plan.out_pipes {
@@ -548,11 +565,6 @@ impl ExecPlan {
                 fail(exit::ERROR, format!("working directory {wd}: {e}"));
             }
         }
-        // The command's processes are the OOM killer's first choice, in the sandbox's cgroup
-        // and on the host: memory held where no process's RSS shows it (an unmapped memfd, a
-        // tmpfs) would otherwise make the init, larger than them, its victim. Raising one's
-        // own score needs no privilege; the init keeps its own.
-        let _ = std::fs::write("/proc/self/oom_score_adj", "1000");
         let (uid, gid) = plan.spec.user;
         if let Err(e) = drop_caps() {
             fail(exit::ERROR, e);
