@@ -135,7 +135,7 @@ for lang in "${langs[@]}"; do
   # Files handed to the setup script (everything of the recipe but these five kinds).
   extra=()
   for f in rootfs/"$lang".*; do
-    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock|*.lock) ;; *) extra+=("$f") ;; esac
+    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock|amd64.lock|arm64.lock) ;; *) extra+=("$f") ;; esac
   done
   # The lock is not part of the key: it describes the output, and is checked against it.
   hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
