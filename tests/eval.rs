@@ -465,3 +465,26 @@ fn sigkill_of_eval_ends_its_sandboxes_and_resume_completes() {
         assert_eq!(lines.lines().filter(|l| l.contains("python/sum-two")).count(), 1, "{m:?}: {lines}");
     }
 }
+
+/// An error the dataset makes (its test_patch does not apply, no mirror of its repository) is
+/// the same on every attempt: graded error once, not retried; the others still run.
+#[test]
+fn dataset_errors_are_not_retried() {
+    for m in modes() {
+        let root = m.owned_dir("dataset-err");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let (dataset, repos) = swe_fixture(&root);
+        let text = std::fs::read_to_string(&dataset).unwrap();
+        let mut lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        lines[0]["test_patch"] = "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -40,1 +40,1 @@\n-no such line\n+x\n".into();
+        let broken = root.join("broken.jsonl");
+        std::fs::write(&broken, lines.iter().map(|l| l.to_string()).collect::<Vec<_>>().join("\n")).unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+        let run = eval(m, &[broken.to_str().unwrap(), "--repos", repos.to_str().unwrap(), "--retries", "3"]);
+        let r = run.result("acme__calc-1");
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap_or("").contains("test_patch does not apply"), "{m:?}: {r}");
+        assert_eq!(r["attempts"], 1, "{m:?}: a dataset error was retried: {r}");
+        assert_eq!(run.verdict("acme__calc-2"), "resolved", "{m:?}");
+    }
+}

@@ -140,7 +140,7 @@ pub fn main(a: EvalArgs) -> i32 {
             r.wall_s,
             r.cpu_s,
             r.memory_peak_bytes >> 20,
-            r.reason.as_ref().filter(|_| r.verdict != "resolved").map(|s| format!("  ({})", s.lines().next().unwrap_or(""))).unwrap_or_default()
+            r.reason.as_ref().filter(|_| r.verdict != eval::Verdict::Resolved).map(|s| format!("  ({})", s.lines().next().unwrap_or(""))).unwrap_or_default()
         );
         if tty {
             bar.set_length(total as u64);
@@ -165,7 +165,7 @@ pub fn main(a: EvalArgs) -> i32 {
     if interrupted {
         eprintln!("polysandbox: interrupted; continue with --resume");
         130
-    } else if results.iter().any(|r| r.verdict == "error") {
+    } else if results.iter().any(|r| r.verdict == eval::Verdict::Error) {
         1
     } else {
         0

@@ -37,7 +37,7 @@ pub struct Runner {
     pub snippet_file: Option<String>,
     #[serde(default)]
     pub snippet_run: Vec<String>,
-    pub parser: String,
+    pub parser: super::parse::Parser,
     pub timeout: String,
     pub memory: String,
     pub cpus: f64,
@@ -78,10 +78,11 @@ pub fn load(config: Option<&Path>, images: &[String]) -> Result<Catalogue, Strin
     }
     let mut cat = Catalogue::new();
     for (lang, t) in tables {
-        let r: Runner = toml::Value::Table(t).try_into().map_err(|e| format!("catalogue entry {lang}: {e}"))?;
-        if !super::parse::KNOWN.contains(&r.parser.as_str()) {
-            return Err(format!("catalogue entry {lang}: unknown parser {:?} (known: {})", r.parser, super::parse::KNOWN.join(", ")));
+        if let Some(p) = t.get("parser").and_then(|v| v.as_str()).filter(|p| super::parse::Parser::from_name(p).is_none()) {
+            let known: Vec<&str> = super::parse::Parser::ALL.iter().map(|p| p.name()).collect();
+            return Err(format!("catalogue entry {lang}: unknown parser {p:?} (known: {})", known.join(", ")));
         }
+        let r: Runner = toml::Value::Table(t).try_into().map_err(|e| format!("catalogue entry {lang}: {e}"))?;
         cat.insert(lang, r);
     }
     Ok(cat)

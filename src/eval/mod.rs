@@ -23,8 +23,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-pub const VERDICTS: &[&str] = &["resolved", "unresolved", "empty_patch", "patch_failed", "timeout", "oom", "error"];
-
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Format {
     Table,
@@ -64,12 +62,61 @@ pub struct Grade {
     pub failure: Vec<String>,
 }
 
+/// What became of an instance. Every place that reads one matches it exhaustively or asks
+/// [`Verdict::scored`]: a new kind cannot slip into a score unnoticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Resolved,
+    Unresolved,
+    EmptyPatch,
+    PatchFailed,
+    Timeout,
+    Oom,
+    /// Infrastructure: retried, kept out of accuracy_score.
+    Error,
+    /// Stopped by Ctrl-C: never recorded, run again by --resume.
+    Interrupted,
+}
+
+impl Verdict {
+    /// The verdicts a results file holds, in report order.
+    pub const RECORDED: [Verdict; 7] = [Verdict::Resolved, Verdict::Unresolved, Verdict::EmptyPatch, Verdict::PatchFailed, Verdict::Timeout, Verdict::Oom, Verdict::Error];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Resolved => "resolved",
+            Verdict::Unresolved => "unresolved",
+            Verdict::EmptyPatch => "empty_patch",
+            Verdict::PatchFailed => "patch_failed",
+            Verdict::Timeout => "timeout",
+            Verdict::Oom => "oom",
+            Verdict::Error => "error",
+            Verdict::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether it counts in accuracy_score's denominator (a model's answer was judged).
+    pub fn scored(self) -> bool {
+        match self {
+            Verdict::Resolved | Verdict::Unresolved | Verdict::EmptyPatch | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom => true,
+            Verdict::Error | Verdict::Interrupted => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// One line of results.jsonl.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct InstanceResult {
     pub instance_id: String,
     pub language: String,
-    pub verdict: String,
+    pub verdict: Verdict,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub exit_code: Option<i32>,
@@ -86,16 +133,19 @@ pub struct InstanceResult {
     pub pass_to_pass: Option<Grade>,
     pub image: String,
     pub attempts: u32,
+    /// An `error` that would be the same on every attempt (the dataset's doing): not retried.
+    #[serde(skip)]
+    pub deterministic: bool,
     /// Hash of the prediction and the settings; `--resume` reruns an instance when it changes.
     pub key: String,
 }
 
 impl InstanceResult {
-    fn bare(inst: &Instance, image: &str, key: &str, verdict: &str, reason: Option<String>) -> InstanceResult {
+    fn bare(inst: &Instance, image: &str, key: &str, verdict: Verdict, reason: Option<String>) -> InstanceResult {
         InstanceResult {
             instance_id: inst.id.clone(),
             language: inst.language.clone(),
-            verdict: verdict.into(),
+            verdict,
             reason,
             exit_code: None,
             signal: None,
@@ -109,6 +159,7 @@ impl InstanceResult {
             pass_to_pass: None,
             image: image.into(),
             attempts: 0,
+            deterministic: false,
             key: key.into(),
         }
     }
@@ -246,7 +297,7 @@ fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> Result<(), S
 /// Grades one finished run.
 fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
     let Some(rec) = record else {
-        r.verdict = "error".into();
+        r.verdict = Verdict::Error;
         r.reason = Some(output.lines().rev().find(|l| l.contains("polysandbox: error")).unwrap_or("the sandbox left no usage record").to_string());
         return;
     };
@@ -258,22 +309,22 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
     r.timed_out = rec.timed_out || rec.cpu_time_exceeded;
     r.oom = rec.oom_killed;
     // Snippets are graded by their exit status: the test code is plain asserts.
-    let parser = if matches!(inst.kind, Kind::Snippet { .. }) { "exit-code" } else { runner.parser.as_str() };
+    let parser = if matches!(inst.kind, Kind::Snippet { .. }) { parse::Parser::ExitCode } else { runner.parser };
     let parsed = parse::parse(parser, output, report_dir);
     r.tests = parsed.tests.clone();
     match rec.status.as_str() {
         "timeout" | "cpu_time" => {
-            r.verdict = "timeout".into();
+            r.verdict = Verdict::Timeout;
             r.reason = Some(format!("{} limit reached", if rec.timed_out { "wall-clock" } else { "cpu-time" }));
             return;
         }
         "oom" => {
-            r.verdict = "oom".into();
+            r.verdict = Verdict::Oom;
             r.reason = Some("memory limit reached".into());
             return;
         }
         "interrupted" => {
-            r.verdict = "interrupted".into();
+            r.verdict = Verdict::Interrupted;
             return;
         }
         _ => {}
@@ -281,12 +332,12 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
     // The command never started (its working directory, seccomp, exec...): the sandbox's or
     // the image's fault, never the prediction's.
     if let Some(why) = &rec.start_error {
-        r.verdict = "error".into();
+        r.verdict = Verdict::Error;
         r.reason = Some(format!("the sandbox could not start the command: {why}"));
         return;
     }
     if rec.polysandbox_exit_code == crate::sandbox::exit::ERROR && rec.exit_code.is_none() {
-        r.verdict = "error".into();
+        r.verdict = Verdict::Error;
         r.reason = Some("the sandbox failed".into());
         return;
     }
@@ -308,7 +359,7 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
         };
         let (a, b) = (g(&f2p), g(&p2p));
         let ok = a.failure.is_empty() && b.failure.is_empty();
-        r.verdict = if ok { "resolved" } else { "unresolved" }.into();
+        r.verdict = if ok { Verdict::Resolved } else { Verdict::Unresolved };
         if !ok {
             let first = a.failure.first().or(b.failure.first()).unwrap();
             r.reason = Some(format!("{} of FAIL_TO_PASS and {} of PASS_TO_PASS not passing (first: {first})", a.failure.len(), b.failure.len()));
@@ -331,17 +382,17 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
         Some(format!("exit 0 but no {parser} summary: the run did not finish its tests"))
     } else if failed > 0 {
         Some(format!("exit 0 but {failed} tests failed"))
-    } else if passed == 0 && parser != "exit-code" {
+    } else if passed == 0 && parser != parse::Parser::ExitCode {
         Some("no test passed".to_string())
     } else {
         None
     };
-    r.verdict = if reason.is_none() { "resolved" } else { "unresolved" }.into();
+    r.verdict = if reason.is_none() { Verdict::Resolved } else { Verdict::Unresolved };
     r.reason = reason;
 }
 
 fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Mutex<HashSet<u32>>) -> InstanceResult {
-    let mut r = InstanceResult::bare(&job.inst, &job.image, &job.key, "error", None);
+    let mut r = InstanceResult::bare(&job.inst, &job.image, &job.key, Verdict::Error, None);
     let _ = std::fs::remove_dir_all(scratch);
     if let Err(e) = std::fs::create_dir_all(scratch) {
         r.reason = Some(format!("{}: {e}", scratch.display()));
@@ -350,15 +401,20 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
     let prepared = match prepare::prepare(&job.inst, &job.pred, &job.runner, scratch, o.repos.as_deref()) {
         Ok(p) => p,
         Err(prepare::NotRun::EmptyPatch) => {
-            r.verdict = "empty_patch".into();
+            r.verdict = Verdict::EmptyPatch;
             return r;
         }
         Err(prepare::NotRun::PatchFailed(e)) => {
-            r.verdict = "patch_failed".into();
+            r.verdict = Verdict::PatchFailed;
             r.reason = Some(e);
             return r;
         }
-        Err(prepare::NotRun::Error(e)) => {
+        Err(prepare::NotRun::Dataset(e)) => {
+            r.reason = Some(e);
+            r.deterministic = true;
+            return r;
+        }
+        Err(prepare::NotRun::Host(e)) => {
             r.reason = Some(e);
             return r;
         }
@@ -478,7 +534,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     for inst in selected {
         let pred = preds.for_instance(&inst)?;
         let Some(runner) = cat.get(&inst.language).cloned() else {
-            done.push(InstanceResult::bare(&inst, "", "", "error", Some(format!("no runner for language {:?} in the catalogue", inst.language))));
+            done.push(InstanceResult::bare(&inst, "", "", Verdict::Error, Some(format!("no runner for language {:?} in the catalogue", inst.language))));
             continue;
         };
         let image = inst.image.clone().unwrap_or_else(|| runner.image.clone());
@@ -493,7 +549,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         let cpus = o.cpus.unwrap_or(runner.cpus);
         let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst);
         if let Some(prev) = earlier.get(&inst.id) {
-            if prev.key == key && prev.verdict != "error" {
+            if prev.key == key && prev.verdict != Verdict::Error {
                 done.push(prev.clone());
                 continue;
             }
@@ -522,7 +578,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     }
     let results_file = Mutex::new(results);
     let total = done.len() + jobs.len();
-    let mut resolved = done.iter().filter(|r| r.verdict == "resolved").count();
+    let mut resolved = done.iter().filter(|r| r.verdict == Verdict::Resolved).count();
     for (k, r) in done.iter().enumerate() {
         progress(r, k + 1, total, resolved);
     }
@@ -559,7 +615,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                 let _ = std::fs::create_dir_all(&logs);
                 if let Some(e) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
                     if !matches!(job.pred, Prediction::Missing) {
-                        let _ = tx.send(InstanceResult::bare(&job.inst, &job.image, &job.key, "error", Some(e.clone())));
+                        let _ = tx.send(InstanceResult::bare(&job.inst, &job.image, &job.key, Verdict::Error, Some(e.clone())));
                         continue;
                     }
                 }
@@ -579,7 +635,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                     attempts += 1;
                     let mut r = run_instance(o, &job, &scratch, &logs, children);
                     r.attempts = attempts;
-                    if r.verdict != "error" || attempts > o.retries || INTERRUPTED.load(Ordering::SeqCst) {
+                    if r.verdict != Verdict::Error || r.deterministic || attempts > o.retries || INTERRUPTED.load(Ordering::SeqCst) {
                         break r;
                     }
                 };
@@ -590,7 +646,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                     cv.notify_all();
                 }
                 // An instance cut short by Ctrl-C is not recorded: --resume runs it again.
-                if r.verdict != "interrupted" && !INTERRUPTED.load(Ordering::SeqCst) {
+                if r.verdict != Verdict::Interrupted && !INTERRUPTED.load(Ordering::SeqCst) {
                     let _ = tx.send(r);
                 }
             });
@@ -602,7 +658,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                 let _ = writeln!(f, "{line}");
                 let _ = f.flush();
             }
-            if r.verdict == "resolved" {
+            if r.verdict == Verdict::Resolved {
                 resolved += 1;
             }
             done.push(r);

@@ -10,7 +10,46 @@
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
-pub const KNOWN: &[&str] = &["pytest", "gotest", "cargo", "jest", "junit-xml", "catch2", "exit-code"];
+/// The runners' result formats. A closed set: a catalogue naming another is refused when it
+/// loads, and every match on it is exhaustive (no name can fall through to "complete").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Parser {
+    Pytest,
+    Gotest,
+    Cargo,
+    Jest,
+    JunitXml,
+    Catch2,
+    /// No per-test results: the exit status alone (snippet instances).
+    ExitCode,
+}
+
+impl Parser {
+    pub const ALL: [Parser; 7] = [Parser::Pytest, Parser::Gotest, Parser::Cargo, Parser::Jest, Parser::JunitXml, Parser::Catch2, Parser::ExitCode];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Parser::Pytest => "pytest",
+            Parser::Gotest => "gotest",
+            Parser::Cargo => "cargo",
+            Parser::Jest => "jest",
+            Parser::JunitXml => "junit-xml",
+            Parser::Catch2 => "catch2",
+            Parser::ExitCode => "exit-code",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Parser> {
+        Parser::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+impl std::fmt::Display for Parser {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -52,15 +91,16 @@ impl Parsed {
 }
 
 /// Parses `output` (stdout and stderr, interleaved) and the report directory with `parser`.
-pub fn parse(parser: &str, output: &str, report_dir: &Path) -> Parsed {
+pub fn parse(parser: Parser, output: &str, report_dir: &Path) -> Parsed {
     match parser {
-        "pytest" => pytest(output),
-        "gotest" => gotest(output),
-        "cargo" => cargo(output),
-        "jest" => jest(report_dir),
-        "junit-xml" => junit_dir(report_dir),
-        "catch2" => catch2(output),
-        _ => Parsed { complete: true, ..Parsed::default() },
+        Parser::Pytest => pytest(output),
+        Parser::Gotest => gotest(output),
+        Parser::Cargo => cargo(output),
+        Parser::Jest => jest(report_dir),
+        Parser::JunitXml => junit_dir(report_dir),
+        Parser::Catch2 => catch2(output),
+        // Nothing to read but the exit status, which the caller judges.
+        Parser::ExitCode => Parsed { complete: true, ..Parsed::default() },
     }
 }
 

@@ -22,7 +22,11 @@ pub struct Prepared {
 pub enum NotRun {
     EmptyPatch,
     PatchFailed(String),
-    Error(String),
+    /// The dataset (or its pairing with the predictions or the catalogue) cannot give this
+    /// instance a run: the same every time, so an `error` that is not retried.
+    Dataset(String),
+    /// The host failed us (a copy, a clone): an `error` worth retrying.
+    Host(String),
 }
 
 fn copy_tree(src: &Path, dst: &Path, skip_top: &[&str]) -> std::io::Result<()> {
@@ -157,7 +161,8 @@ fn shell_quote(s: &str) -> String {
 }
 
 pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Path, repos: Option<&Path>) -> Result<Prepared, NotRun> {
-    let err = |e: String| NotRun::Error(e);
+    let err = |e: String| NotRun::Host(e);
+    let data = |e: String| NotRun::Dataset(e);
     let tree = scratch.join("tree");
     match &inst.kind {
         Kind::Exercise { dir, name, solution, test, example } => {
@@ -195,7 +200,7 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 }
                 Prediction::Missing => return Err(NotRun::EmptyPatch),
                 Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
-                Prediction::Code(_) => return Err(err(format!("{}: a code prediction for an exercise; give files or a model_patch", inst.id))),
+                Prediction::Code(_) => return Err(data(format!("{}: a code prediction for an exercise; give files or a model_patch", inst.id))),
             }
             // Test files always come from the dataset, whatever the prediction did to them.
             for t in test {
@@ -216,25 +221,25 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 Prediction::Patch(p) => p.clone(),
                 Prediction::Stub | Prediction::Missing => String::new(),
                 Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
-                Prediction::Files(_) | Prediction::Code(_) => return Err(err(format!("{}: repository instances take a model_patch", inst.id))),
+                Prediction::Files(_) | Prediction::Code(_) => return Err(data(format!("{}: repository instances take a model_patch", inst.id))),
             };
             if patch.trim().is_empty() && !matches!(pred, Prediction::Stub) {
                 return Err(NotRun::EmptyPatch);
             }
-            let repos = repos.ok_or_else(|| err(format!("{}: repository instances need --repos DIR (a directory of git mirrors)", inst.id)))?;
+            let repos = repos.ok_or_else(|| data(format!("{}: repository instances need --repos DIR (a directory of git mirrors)", inst.id)))?;
             let flat = repo.replace('/', "__");
             let name = repo.rsplit('/').next().unwrap_or(repo);
             let mirror = [repos.join(repo), repos.join(format!("{repo}.git")), repos.join(&flat), repos.join(format!("{flat}.git")), repos.join(name), repos.join(format!("{name}.git"))]
                 .into_iter()
                 .find(|p| p.is_dir())
-                .ok_or_else(|| err(format!("{}: no mirror of {repo} in {}", inst.id, repos.display())))?;
+                .ok_or_else(|| data(format!("{}: no mirror of {repo} in {}", inst.id, repos.display())))?;
             // The mirrors may belong to someone else (a shared, read-only directory): reading
             // them is all we do, so git's ownership check does not apply (git 2.39 reads
             // safe.directory from the global config only, not from -c).
             let gitconfig = scratch.join("gitconfig");
             std::fs::write(&gitconfig, "[safe]\n\tdirectory = *\n").map_err(|e| err(e.to_string()))?;
             run_quiet(Command::new("git").env("GIT_CONFIG_GLOBAL", &gitconfig).args(["clone", "--quiet", "--shared", "--no-checkout"]).arg(&mirror).arg(&tree)).map_err(|e| err(format!("git clone {}: {e}", mirror.display())))?;
-            run_quiet(git(&tree).args(["checkout", "--quiet", "--force", base_commit])).map_err(|e| err(format!("checkout {base_commit}: {e}")))?;
+            run_quiet(git(&tree).args(["checkout", "--quiet", "--force", base_commit])).map_err(|e| data(format!("checkout {base_commit}: {e}")))?;
             if !patch.trim().is_empty() {
                 apply_patch(&tree, &patch, scratch).map_err(NotRun::PatchFailed)?;
             }
@@ -252,7 +257,7 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
             if !test_patch.trim().is_empty() {
                 let f = scratch.join("test.patch");
                 std::fs::write(&f, test_patch).map_err(|e| err(e.to_string()))?;
-                run_quiet(git(&tree).args(["apply", "--whitespace=nowarn"]).arg(&f)).map_err(|e| err(format!("the dataset's test_patch does not apply: {e}")))?;
+                run_quiet(git(&tree).args(["apply", "--whitespace=nowarn"]).arg(&f)).map_err(|e| data(format!("the dataset's test_patch does not apply: {e}")))?;
             }
             let test = match test_cmd {
                 Some(c) => vec!["sh".into(), "-c".into(), c.clone()],
@@ -278,12 +283,12 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 Prediction::Patch(p) => p.clone(),
                 Prediction::Missing => String::new(),
                 Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
-                Prediction::Files(_) => return Err(err(format!("{}: snippet instances take code", inst.id))),
+                Prediction::Files(_) => return Err(data(format!("{}: snippet instances take code", inst.id))),
             };
             if code.trim().is_empty() {
                 return Err(NotRun::EmptyPatch);
             }
-            let file = runner.snippet_file.clone().ok_or_else(|| err(format!("{}: the {} runner has no snippet_file", inst.id, inst.language)))?;
+            let file = runner.snippet_file.clone().ok_or_else(|| data(format!("{}: the {} runner has no snippet_file", inst.id, inst.language)))?;
             std::fs::create_dir_all(&tree).map_err(|e| err(e.to_string()))?;
             std::fs::write(tree.join(&file), format!("{code}\n\n{test}\n")).map_err(|e| err(e.to_string()))?;
             let applied = code.clone();

@@ -1,7 +1,7 @@
 //! The run's reports: report.json (SWE-bench's and HyperAgents' summary fields, a per-language
 //! breakdown, resource percentiles), junit.xml, and the summary table.
 
-use super::{InstanceResult, VERDICTS};
+use super::{InstanceResult, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -21,8 +21,8 @@ fn ids(results: &[InstanceResult], pred: impl Fn(&InstanceResult) -> bool) -> Ve
 
 /// The share of resolved instances, infrastructure errors left out of the denominator.
 fn accuracy(results: &[InstanceResult]) -> f64 {
-    let scored = results.iter().filter(|r| r.verdict != "error").count();
-    let resolved = results.iter().filter(|r| r.verdict == "resolved").count();
+    let scored = results.iter().filter(|r| r.verdict.scored()).count();
+    let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
     if scored == 0 {
         0.0
     } else {
@@ -33,35 +33,35 @@ fn accuracy(results: &[InstanceResult]) -> f64 {
 fn counts(results: &[InstanceResult]) -> Map<String, Value> {
     let mut m = Map::new();
     m.insert("total".into(), json!(results.len()));
-    for v in VERDICTS {
-        m.insert((*v).into(), json!(results.iter().filter(|r| r.verdict == *v).count()));
+    for v in Verdict::RECORDED {
+        m.insert(v.name().into(), json!(results.iter().filter(|r| r.verdict == v).count()));
     }
     m.insert("accuracy_score".into(), json!(accuracy(results)));
     m
 }
 
 pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
-    let ran = |r: &InstanceResult| !matches!(r.verdict.as_str(), "error" | "empty_patch");
+    let ran = |r: &InstanceResult| !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::Interrupted);
     let mut m = Map::new();
     m.insert("accuracy_score".into(), json!(accuracy(results)));
     m.insert("total".into(), json!(results.len()));
-    m.insert("submitted".into(), json!(results.iter().filter(|r| r.verdict != "empty_patch").count()));
+    m.insert("submitted".into(), json!(results.iter().filter(|r| r.verdict != Verdict::EmptyPatch).count()));
     m.insert("completed".into(), json!(results.iter().filter(|r| ran(r)).count()));
-    for v in VERDICTS {
-        m.insert((*v).into(), json!(results.iter().filter(|r| r.verdict == *v).count()));
+    for v in Verdict::RECORDED {
+        m.insert(v.name().into(), json!(results.iter().filter(|r| r.verdict == v).count()));
     }
     // SWE-bench's names, for tools that read its report.
     m.insert("total_instances".into(), json!(results.len()));
     m.insert("submitted_instances".into(), m["submitted"].clone());
     m.insert("completed_instances".into(), m["completed"].clone());
-    for v in VERDICTS {
-        m.insert(format!("{v}_instances"), m[*v].clone());
+    for v in Verdict::RECORDED {
+        m.insert(format!("{v}_instances"), m[v.name()].clone());
     }
-    m.insert("submitted_ids".into(), json!(ids(results, |r| r.verdict != "empty_patch")));
+    m.insert("submitted_ids".into(), json!(ids(results, |r| r.verdict != Verdict::EmptyPatch)));
     m.insert("completed_ids".into(), json!(ids(results, ran)));
     m.insert("incomplete_ids".into(), json!(ids(results, |r| !ran(r))));
-    for v in VERDICTS {
-        m.insert(format!("{v}_ids"), json!(ids(results, |r| r.verdict == *v)));
+    for v in Verdict::RECORDED {
+        m.insert(format!("{v}_ids"), json!(ids(results, |r| r.verdict == v)));
     }
     let mut by_lang: BTreeMap<String, Vec<InstanceResult>> = BTreeMap::new();
     for r in results {
@@ -100,19 +100,19 @@ pub fn junit(results: &[InstanceResult]) -> String {
     }
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"polysandbox eval\">\n");
     for (lang, rs) in by_lang {
-        let fail = rs.iter().filter(|r| !matches!(r.verdict.as_str(), "resolved" | "error" | "empty_patch")).count();
-        let err = rs.iter().filter(|r| r.verdict == "error").count();
-        let skip = rs.iter().filter(|r| r.verdict == "empty_patch").count();
+        let fail = rs.iter().filter(|r| !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch)).count();
+        let err = rs.iter().filter(|r| r.verdict == Verdict::Error).count();
+        let skip = rs.iter().filter(|r| r.verdict == Verdict::EmptyPatch).count();
         let time: f64 = rs.iter().map(|r| r.wall_s).sum();
         x += &format!("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{err}\" skipped=\"{skip}\" time=\"{time:.3}\">\n", esc(lang), rs.len());
         for r in rs {
             x += &format!("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"", esc(lang), esc(&r.instance_id), r.wall_s);
             let msg = esc(&format!("{}{}", r.verdict, r.reason.as_ref().map(|s| format!(": {s}")).unwrap_or_default()));
-            x += &match r.verdict.as_str() {
-                "resolved" => "/>\n".to_string(),
-                "error" => format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n"),
-                "empty_patch" => format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n"),
-                v => format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n"),
+            x += &match r.verdict {
+                Verdict::Resolved => "/>\n".to_string(),
+                Verdict::Error | Verdict::Interrupted => format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n"),
+                Verdict::EmptyPatch => format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n"),
+                v @ (Verdict::Unresolved | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom) => format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n"),
             };
         }
         x += "  </testsuite>\n";
@@ -128,20 +128,20 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
     }
     let mut t = format!("{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n", "language", "total", "resolved", "unresolved", "empty", "patch_f", "timeout", "oom", "error", "cpu s", "peak MiB");
     let mut row = |name: &str, rs: &[&InstanceResult]| {
-        let c = |v: &str| rs.iter().filter(|r| r.verdict == v).count();
+        let c = |v: Verdict| rs.iter().filter(|r| r.verdict == v).count();
         let cpu: f64 = rs.iter().map(|r| r.cpu_s).sum();
         let peak = rs.iter().map(|r| r.memory_peak_bytes).max().unwrap_or(0) >> 20;
         t += &format!(
             "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
             name,
             rs.len(),
-            c("resolved"),
-            c("unresolved"),
-            c("empty_patch"),
-            c("patch_failed"),
-            c("timeout"),
-            c("oom"),
-            c("error"),
+            c(Verdict::Resolved),
+            c(Verdict::Unresolved),
+            c(Verdict::EmptyPatch),
+            c(Verdict::PatchFailed),
+            c(Verdict::Timeout),
+            c(Verdict::Oom),
+            c(Verdict::Error),
             cpu,
             peak
         );
@@ -151,10 +151,10 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
     }
     let all: Vec<&InstanceResult> = results.iter().collect();
     row("all", &all);
-    let scored = results.iter().filter(|r| r.verdict != "error").count();
+    let scored = results.iter().filter(|r| r.verdict.scored()).count();
     t += &format!(
         "resolved {} of {} scored ({:.1}%), {} infrastructure errors, {:.1} s wall\n",
-        results.iter().filter(|r| r.verdict == "resolved").count(),
+        results.iter().filter(|r| r.verdict == Verdict::Resolved).count(),
         scored,
         100.0 * accuracy(results),
         results.len() - scored,

@@ -94,6 +94,8 @@ pub fn modes() -> Vec<Mode> {
     if is_root() {
         vec![Mode::Root, Mode::User]
     } else {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| skip("the root half of every test in this binary", "not running as root"));
         vec![Mode::User]
     }
 }
