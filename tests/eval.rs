@@ -488,3 +488,27 @@ fn dataset_errors_are_not_retried() {
         assert_eq!(run.verdict("acme__calc-2"), "resolved", "{m:?}");
     }
 }
+
+/// A patch prediction may change only the exercise's solution files: a conftest.py it adds
+/// (here one that rewrites every test report to passed, the stub left as it is) is removed
+/// and named in the log, so the tests judge the unchanged stub.
+#[test]
+fn a_prediction_cannot_add_runner_configuration() {
+    for m in modes() {
+        let conftest = "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = \"passed\"\n";
+        let body: String = conftest.lines().map(|l| format!("+{l}\n")).collect();
+        let patch = format!(
+            "--- /dev/null\n+++ b/python/exercises/practice/sum-two/conftest.py\n@@ -0,0 +1,{} @@\n{body}",
+            conftest.lines().count()
+        );
+        let dir = m.owned_dir("conftest");
+        let preds = dir.join("preds.jsonl");
+        std::fs::write(&preds, serde_json::json!({"instance_id": "python/sum-two", "model_name_or_path": "m", "model_patch": patch}).to_string()).unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
+        let run = eval(m, &[&polyglot(), "--filter-category", "python", "-p", preds.to_str().unwrap()]);
+        let r = run.result("python/sum-two");
+        assert_eq!(r["verdict"], "unresolved", "{m:?}: a conftest.py from the prediction decided the verdict: {r}");
+        let diff = std::fs::read_to_string(run.dir.join("logs/python__sum-two/patch.diff")).unwrap();
+        assert!(diff.contains("ignored") && diff.contains("conftest.py"), "{m:?}: not named in the log: {diff}");
+    }
+}

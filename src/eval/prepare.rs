@@ -160,6 +160,107 @@ fn shell_quote(s: &str) -> String {
     }
 }
 
+/// Makes every file of `tree` that is not one of `solution` what it is in `pristine` (the
+/// exercise as shipped): changed ones copied back, added ones (files, symlinks, directories)
+/// removed, removed ones restored. Returns the paths it put right.
+fn keep_only_solution(tree: &Path, pristine: &Path, solution: &[String]) -> std::io::Result<Vec<String>> {
+    use std::collections::BTreeSet;
+    fn walk(root: &Path, rel: &Path, out: &mut BTreeSet<PathBuf>) -> std::io::Result<()> {
+        for e in std::fs::read_dir(root.join(rel))? {
+            let e = e?;
+            let r = rel.join(e.file_name());
+            out.insert(r.clone());
+            if e.file_type()?.is_dir() {
+                walk(root, &r, out)?;
+            }
+        }
+        Ok(())
+    }
+    let (mut now, mut was) = (BTreeSet::new(), BTreeSet::new());
+    walk(tree, Path::new(""), &mut now)?;
+    walk(pristine, Path::new(""), &mut was)?;
+    let is_solution = |r: &Path| solution.iter().any(|s| Path::new(s) == r);
+    // A solution file's parent directories are the prediction's to have, too.
+    let is_solution_dir = |r: &Path| solution.iter().any(|s| Path::new(s).starts_with(r) && Path::new(s) != r);
+    let same = |r: &Path| -> bool {
+        let (a, b) = (std::fs::symlink_metadata(tree.join(r)), std::fs::symlink_metadata(pristine.join(r)));
+        match (a, b) {
+            (Ok(a), Ok(b)) if a.is_dir() && b.is_dir() => true,
+            (Ok(a), Ok(b)) if a.is_file() && b.is_file() => std::fs::read(tree.join(r)).ok() == std::fs::read(pristine.join(r)).ok(),
+            (Ok(a), Ok(b)) if a.file_type().is_symlink() && b.file_type().is_symlink() => std::fs::read_link(tree.join(r)).ok() == std::fs::read_link(pristine.join(r)).ok(),
+            _ => false,
+        }
+    };
+    let mut fixed = Vec::new();
+    for r in now.union(&was) {
+        if is_solution(r) || is_solution_dir(r) || same(r) {
+            continue;
+        }
+        // Not yet put right by an ancestor's restore.
+        if fixed.iter().any(|f: &String| r.starts_with(f)) {
+            continue;
+        }
+        let t = tree.join(r);
+        if let Ok(md) = std::fs::symlink_metadata(&t) {
+            if md.is_dir() {
+                std::fs::remove_dir_all(&t)?;
+            } else {
+                std::fs::remove_file(&t)?;
+            }
+        }
+        if was.contains(r) {
+            copy_tree_entry(&pristine.join(r), &t)?;
+        }
+        fixed.push(r.display().to_string());
+    }
+    Ok(fixed)
+}
+
+fn copy_tree_entry(from: &Path, to: &Path) -> std::io::Result<()> {
+    let md = std::fs::symlink_metadata(from)?;
+    if let Some(p) = to.parent() {
+        std::fs::create_dir_all(p)?;
+    }
+    if md.is_dir() {
+        copy_tree(from, to, &[])
+    } else if md.file_type().is_symlink() {
+        std::os::unix::fs::symlink(std::fs::read_link(from)?, to)
+    } else {
+        std::fs::copy(from, to).map(|_| ())
+    }
+}
+
+/// Whether a predicted Cargo.toml runs nothing at build time: no build script (`build`, or a
+/// `build.rs` cargo would find: the tree's own is the dataset's), no `links`, no
+/// build-dependencies, no `[patch]`/`[replace]` of sources, no proc-macro library.
+fn cargo_manifest_is_inert(path: &Path) -> Result<(), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot be read: {e}"))?;
+    let t: toml::Table = text.parse().map_err(|e| format!("is not valid TOML: {e}"))?;
+    let pkg = t.get("package").and_then(|v| v.as_table());
+    if let Some(b) = pkg.and_then(|p| p.get("build")) {
+        if b.as_bool() != Some(false) {
+            return Err("names a build script".into());
+        }
+    }
+    if pkg.and_then(|p| p.get("links")).is_some() {
+        return Err("links a native library (a build script)".into());
+    }
+    for key in ["build-dependencies", "build_dependencies", "patch", "replace"] {
+        if t.contains_key(key) {
+            return Err(format!("has [{key}]"));
+        }
+    }
+    if let Some(target) = t.get("target").and_then(|v| v.as_table()) {
+        if target.values().filter_map(|v| v.as_table()).any(|c| c.contains_key("build-dependencies") || c.contains_key("build_dependencies")) {
+            return Err("has target build-dependencies".into());
+        }
+    }
+    if t.get("lib").and_then(|v| v.as_table()).and_then(|l| l.get("proc-macro").or(l.get("proc_macro"))).and_then(|v| v.as_bool()) == Some(true) {
+        return Err("makes a proc-macro library".into());
+    }
+    Ok(())
+}
+
 pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Path, repos: Option<&Path>) -> Result<Prepared, NotRun> {
     let err = |e: String| NotRun::Host(e);
     let data = |e: String| NotRun::Dataset(e);
@@ -202,13 +303,31 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
                 Prediction::Refused(why) => return Err(NotRun::PatchFailed(format!("prediction refused: {why}"))),
                 Prediction::Code(_) => return Err(data(format!("{}: a code prediction for an exercise; give files or a model_patch", inst.id))),
             }
-            // Test files always come from the dataset, whatever the prediction did to them.
+            // Only the solution files are the prediction's. Everything else (the tests, and every
+            // file a runner loads besides the solution: conftest.py, jest and babel configs,
+            // package.json, CMakeLists.txt, go.mod, a build.rs) is the dataset's, whatever the
+            // prediction did to it: put back, or removed if the prediction added it. Compared
+            // over the whole tree, so no rename or odd diff header gets past it.
+            let untrusted = matches!(pred, Prediction::Files(_) | Prediction::Patch(_));
+            let ignored = if untrusted { keep_only_solution(&tree, &stub, solution).map_err(|e| err(format!("restoring the exercise: {e}")))? } else { Vec::new() };
             for t in test {
                 std::fs::copy(dir.join(t), tree.join(t)).map_err(|e| err(format!("restoring {t}: {e}")))?;
             }
+            // A Cargo.toml may change its dependencies, not make code run at build time.
+            if untrusted && solution.iter().any(|s| s == "Cargo.toml") {
+                if let Err(why) = cargo_manifest_is_inert(&tree.join("Cargo.toml")) {
+                    return Err(NotRun::PatchFailed(format!("prediction refused: Cargo.toml {why}")));
+                }
+            }
             touched.sort();
             touched.dedup();
-            let applied: String = touched.iter().map(|rel| diff(&stub, &tree, rel)).collect();
+            if untrusted {
+                touched.retain(|t| solution.contains(t));
+            }
+            let mut applied: String = touched.iter().map(|rel| diff(&stub, &tree, rel)).collect();
+            if !ignored.is_empty() {
+                applied = format!("# polysandbox: ignored the prediction's changes to files that are not the exercise's solution: {}\n{applied}", ignored.join(", "));
+            }
             let _ = std::fs::remove_dir_all(&stub);
             if matches!(pred, Prediction::Files(_)) && applied.is_empty() {
                 return Err(NotRun::EmptyPatch);
@@ -319,5 +438,27 @@ mod tests {
         assert_eq!(patch_paths(p), vec!["x.py", "new.py"]);
         assert_eq!(shell_quote("tests/t.py"), "tests/t.py");
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
+    }
+
+    #[test]
+    fn a_predicted_cargo_manifest_runs_nothing_at_build_time() {
+        let dir = std::env::temp_dir().join(format!("ps-cargo-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("Cargo.toml");
+        let check = |text: &str| {
+            std::fs::write(&p, text).unwrap();
+            cargo_manifest_is_inert(&p)
+        };
+        let base = "[package]\nname = \"x\"\nversion = \"0.1.0\"\nedition = \"2021\"\n";
+        assert!(check(&format!("{base}[dependencies]\nregex = \"1\"\n")).is_ok());
+        assert!(check(&format!("{base}build = false\n")).is_ok());
+        assert!(check(&base.replace("edition", "build = \"build.rs\"\nedition")).unwrap_err().contains("build script"));
+        assert!(check(&base.replace("edition", "links = \"z\"\nedition")).is_err());
+        assert!(check(&format!("{base}[build-dependencies]\ncc = \"1\"\n")).is_err());
+        assert!(check(&format!("{base}[target.'cfg(unix)'.build-dependencies]\ncc = \"1\"\n")).is_err());
+        assert!(check(&format!("{base}[patch.crates-io]\nregex = {{ path = \"/tmp\" }}\n")).is_err());
+        assert!(check(&format!("{base}[lib]\nproc-macro = true\n")).is_err());
+        assert!(check("not toml [").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
