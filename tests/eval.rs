@@ -512,3 +512,39 @@ fn a_prediction_cannot_add_runner_configuration() {
         assert!(diff.contains("ignored") && diff.contains("conftest.py"), "{m:?}: not named in the log: {diff}");
     }
 }
+
+/// The runner's report directory is written by the sandbox: a report that is a symlink to a
+/// host file is never read (as root, eval could read any file), a FIFO does not hang eval,
+/// and neither reaches the logs.
+#[test]
+fn report_files_are_read_as_untrusted_input() {
+    for m in modes() {
+        let dir = m.owned_dir("reports");
+        let secret_name = format!("SECRET{}x{}", std::process::id(), unique());
+        let secret = m.writable_file("secret.xml");
+        std::fs::write(&secret, format!("<testsuite><testcase classname=\"a\" name=\"{secret_name}\"/></testsuite>\n")).unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let cfg = dir.join("cfg.toml");
+        std::fs::write(&cfg, format!("[python]\nparser = \"junit-xml\"\ntest = [\"sh\", \"-c\", \"ln -s {} {{report}}/TEST-a.xml; mkfifo {{report}}/TEST-b.xml; exit 0\"]\n", secret.display())).unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
+        let out = dir.join("out");
+        let mut c = m.command();
+        c.args(["eval", &polyglot(), "--filter-category", "python", "-p", "gold", "--config", cfg.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        if m == Mode::User && is_root() {
+            c.args(["--root", USER_STORE]);
+        }
+        let mut child = c.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let finished = eventually(120, || child.try_wait().unwrap().is_some());
+        if !finished {
+            let _ = child.kill();
+        }
+        assert!(finished, "{m:?}: eval hung on a FIFO in the report directory");
+        let run = Run { out: child.wait_with_output().unwrap(), dir: out.clone() };
+        let r = run.result("python/sum-two");
+        assert_ne!(r["verdict"], "resolved", "{m:?}: {r}");
+        let o = Command::new("grep").args(["-rls", &secret_name]).arg(&out).output().unwrap();
+        assert!(stdout(&o).is_empty(), "{m:?}: the host file reached the results or logs: {}", stdout(&o));
+        let o = Command::new("find").arg(&out).args(["-type", "l", "-o", "-type", "p"]).output().unwrap();
+        assert!(stdout(&o).is_empty(), "{m:?}: a symlink or FIFO reached the logs: {}", stdout(&o));
+    }
+}

@@ -467,7 +467,10 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
     let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
     let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
     grade(&job.inst, &job.runner, record, &output, &report_dir, &mut r);
-    // The runner's report files go with the logs.
+    // The runner's report files go with the logs: regular files and directories only (a
+    // symlink the sandbox left there would point whoever reads or uploads the logs at a host
+    // file; a FIFO would hang them).
+    drop_special_files(&report_dir);
     if std::fs::read_dir(&report_dir).map(|mut d| d.next().is_some()).unwrap_or(false) {
         let _ = std::fs::rename(&report_dir, logs.join("reports")).or_else(|_| {
             let _ = std::fs::remove_dir_all(logs.join("reports"));
@@ -475,6 +478,20 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         });
     }
     r
+}
+
+/// Removes everything under `dir` that is neither a regular file nor a directory (never
+/// following a symlink).
+fn drop_special_files(dir: &Path) {
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        match e.file_type() {
+            Ok(t) if t.is_dir() => drop_special_files(&e.path()),
+            Ok(t) if t.is_file() => {}
+            _ => {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
 }
 
 /// As root, the sandbox's root is an unprivileged host id and read-write binds are not

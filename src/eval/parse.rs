@@ -226,10 +226,28 @@ pub fn cargo(output: &str) -> Parsed {
     p
 }
 
+/// The most a report file may hold.
+const REPORT_CAP: u64 = 256 << 20;
+
+/// A report file the sandbox wrote, read as untrusted input: never through a symlink (it would
+/// point the host-side reader, root perhaps, at a host file), never blocking on a FIFO, a
+/// regular file only, capped.
+pub fn read_report(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY).open(path).ok()?;
+    if !f.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut b = Vec::new();
+    f.take(REPORT_CAP).read_to_end(&mut b).ok()?;
+    String::from_utf8(b).ok()
+}
+
 /// jest --json --outputFile={report}/jest.json.
 pub fn jest(report_dir: &Path) -> Parsed {
     let mut p = Parsed::default();
-    let Ok(text) = std::fs::read_to_string(report_dir.join("jest.json")) else { return p };
+    let Some(text) = read_report(&report_dir.join("jest.json")) else { return p };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return p };
     p.complete = true;
     for file in v["testResults"].as_array().into_iter().flatten() {
@@ -299,7 +317,7 @@ pub fn junit_dir(report_dir: &Path) -> Parsed {
     let mut files: Vec<_> = std::fs::read_dir(report_dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
     files.sort();
     for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
-        if let Ok(xml) = std::fs::read_to_string(f) {
+        if let Some(xml) = read_report(f) {
             if xml.contains("<testsuite") {
                 p.complete = true;
                 junit_xml(&xml, &mut p);
