@@ -159,6 +159,50 @@ pub fn openat2(dirfd: RawFd, path: &str, flags: i32, resolve: u64) -> std::resul
     }
 }
 
+/// Why [`open_untrusted`] refused a file.
+#[derive(Debug)]
+pub enum Untrusted {
+    /// A symlink on the way, or the path leads out of the directory.
+    Escapes,
+    /// A FIFO, device, socket or directory.
+    NotRegular,
+    /// Larger than the cap (its size).
+    TooLarge(u64),
+    Io(io::Error),
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Untrusted::Escapes => f.write_str("a symlink, or a path out of its directory: refused"),
+            Untrusted::NotRegular => f.write_str("not a regular file (a FIFO, device or directory): refused"),
+            Untrusted::TooLarge(n) => write!(f, "{n} bytes, more than allowed: refused"),
+            Untrusted::Io(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Opens `rel` under the directory `dir` as untrusted input (a file a sandbox, an image or a
+/// prediction controls): resolved with `resolve` (e.g. RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
+/// or RESOLVE_IN_ROOT), without blocking (a FIFO cannot hang the reader), and only if it is a
+/// regular file of at most `cap` bytes (`/dev/zero` cannot fill anything). The one place every
+/// host-side reader of such files goes through.
+pub fn open_untrusted(dir: RawFd, rel: &str, resolve: u64, cap: u64) -> std::result::Result<std::fs::File, Untrusted> {
+    let fd = openat2(dir, rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, resolve | RESOLVE_NO_MAGICLINKS).map_err(|e| match e.raw_os_error() {
+        Some(libc::ELOOP) | Some(libc::EXDEV) => Untrusted::Escapes,
+        _ => Untrusted::Io(e),
+    })?;
+    let f = std::fs::File::from(fd);
+    let md = f.metadata().map_err(Untrusted::Io)?;
+    if !md.is_file() {
+        return Err(Untrusted::NotRegular);
+    }
+    if md.len() > cap {
+        return Err(Untrusted::TooLarge(md.len()));
+    }
+    Ok(f)
+}
+
 pub fn open(path: &CStr, flags: i32, what: &str) -> Result<OwnedFd> {
     // SAFETY: path is a valid C string.
     let r = unsafe { libc::open(path.as_ptr(), flags | libc::O_CLOEXEC) };

@@ -317,11 +317,7 @@ fn read_in_root(rootfs: &std::path::Path, path: &str) -> Option<String> {
     use std::io::Read;
     use std::os::fd::AsRawFd;
     let root = crate::sys::open(&crate::sys::cpath(rootfs), libc::O_PATH | libc::O_DIRECTORY, "the rootfs").ok()?;
-    let fd = crate::sys::openat2(root.as_raw_fd(), path, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, crate::sys::RESOLVE_IN_ROOT | crate::sys::RESOLVE_NO_MAGICLINKS).ok()?;
-    let f = std::fs::File::from(fd);
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
+    let f = crate::sys::open_untrusted(root.as_raw_fd(), path, crate::sys::RESOLVE_IN_ROOT, 1 << 20).ok()?;
     let mut text = String::new();
     f.take(1 << 20).read_to_string(&mut text).ok()?;
     Some(text)

@@ -330,19 +330,12 @@ fn read_prediction_dir(d: &Path, language: &str, name: &str, id: &str, solution:
         if s.starts_with('/') || s.split('/').any(|c| c == "..") {
             return Ok(Prediction::Refused(format!("{s}: a path outside the exercise")));
         }
-        let fd = match crate::sys::openat2(base.as_raw_fd(), s, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY, beneath) {
-            Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
-            Err(e) => return Ok(Prediction::Refused(why(s, e))),
+        let f = match crate::sys::open_untrusted(base.as_raw_fd(), s, beneath, PREDICTED_FILE_CAP) {
+            Ok(f) => f,
+            Err(crate::sys::Untrusted::Io(e)) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(crate::sys::Untrusted::Escapes) => return Ok(Prediction::Refused(format!("{s} is a symlink (or leads through one)"))),
+            Err(e) => return Ok(Prediction::Refused(format!("{s}: {e}"))),
         };
-        let f = std::fs::File::from(fd);
-        let md = f.metadata().map_err(|e| format!("{s}: {e}"))?;
-        if !md.is_file() {
-            return Ok(Prediction::Refused(format!("{s} is not a regular file (a FIFO, device or directory)")));
-        }
-        if md.len() > PREDICTED_FILE_CAP {
-            return Ok(Prediction::Refused(format!("{s}: {} bytes, more than {PREDICTED_FILE_CAP}", md.len())));
-        }
         let mut b = Vec::new();
         f.take(PREDICTED_FILE_CAP).read_to_end(&mut b).map_err(|e| format!("{s}: {e}"))?;
         files.insert(s.clone(), b);

@@ -229,16 +229,14 @@ pub fn cargo(output: &str) -> Parsed {
 /// The most a report file may hold.
 const REPORT_CAP: u64 = 256 << 20;
 
-/// A report file the sandbox wrote, read as untrusted input: never through a symlink (it would
-/// point the host-side reader, root perhaps, at a host file), never blocking on a FIFO, a
-/// regular file only, capped.
-pub fn read_report(path: &Path) -> Option<String> {
+/// A report file `name` the sandbox wrote in `report_dir`, read as untrusted input: never
+/// through a symlink (it would point the host-side reader, root perhaps, at a host file),
+/// never blocking on a FIFO, a regular file only, capped.
+pub fn read_report(report_dir: &Path, name: &str) -> Option<String> {
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY).open(path).ok()?;
-    if !f.metadata().ok()?.is_file() {
-        return None;
-    }
+    use std::os::fd::AsRawFd;
+    let dir = crate::sys::open(&crate::sys::cpath(report_dir), libc::O_PATH | libc::O_DIRECTORY, "the report directory").ok()?;
+    let f = crate::sys::open_untrusted(dir.as_raw_fd(), name, crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS, REPORT_CAP).ok()?;
     let mut b = Vec::new();
     f.take(REPORT_CAP).read_to_end(&mut b).ok()?;
     String::from_utf8(b).ok()
@@ -247,7 +245,7 @@ pub fn read_report(path: &Path) -> Option<String> {
 /// jest --json --outputFile={report}/jest.json.
 pub fn jest(report_dir: &Path) -> Parsed {
     let mut p = Parsed::default();
-    let Some(text) = read_report(&report_dir.join("jest.json")) else { return p };
+    let Some(text) = read_report(report_dir, "jest.json") else { return p };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else { return p };
     p.complete = true;
     for file in v["testResults"].as_array().into_iter().flatten() {
@@ -314,10 +312,10 @@ pub fn junit_xml(xml: &str, p: &mut Parsed) {
 /// Every *.xml report in the directory (pytest --junitxml, JUnit's --reports-dir).
 pub fn junit_dir(report_dir: &Path) -> Parsed {
     let mut p = Parsed::default();
-    let mut files: Vec<_> = std::fs::read_dir(report_dir).into_iter().flatten().flatten().map(|e| e.path()).collect();
+    let mut files: Vec<String> = std::fs::read_dir(report_dir).into_iter().flatten().flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
     files.sort();
-    for f in files.iter().filter(|f| f.extension().is_some_and(|e| e == "xml")) {
-        if let Some(xml) = read_report(f) {
+    for f in files.iter().filter(|f| f.ends_with(".xml")) {
+        if let Some(xml) = read_report(report_dir, f) {
             if xml.contains("<testsuite") {
                 p.complete = true;
                 junit_xml(&xml, &mut p);

@@ -142,25 +142,10 @@ impl Members {
         if rel.split('/').any(|c| c == "..") || rel.starts_with('/') || rel.is_empty() {
             return Err(format!("archive names '{rel}', outside the archive"));
         }
-        let fd = crate::sys::openat2(
-            self.dir.as_raw_fd(),
-            rel,
-            libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY,
-            crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS | crate::sys::RESOLVE_NO_MAGICLINKS,
-        )
-        .map_err(|e| match e.raw_os_error() {
-            Some(libc::ELOOP) | Some(libc::EXDEV) => format!("{}: a symlink in the image: refused (members must be regular files inside it)", shown.display()),
-            _ => format!("{}: {e}", shown.display()),
-        })?;
-        let f = File::from(fd);
-        let md = f.metadata().map_err(|e| format!("{}: {e}", shown.display()))?;
-        if !md.is_file() {
-            return Err(format!("{}: not a regular file (a FIFO, device or directory): refused", shown.display()));
-        }
-        if md.len() > cap {
-            return Err(format!("{}: {} bytes, more than the {} allowed", shown.display(), md.len(), cap));
-        }
-        Ok(f)
+        crate::sys::open_untrusted(self.dir.as_raw_fd(), rel, crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS, cap).map_err(|e| match e {
+            crate::sys::Untrusted::Escapes => format!("{}: a symlink in the image: refused (members must be regular files inside it)", shown.display()),
+            e => format!("{}: {e}", shown.display()),
+        })
     }
 
     fn json<T: serde::de::DeserializeOwned>(&self, rel: &str) -> Result<T, String> {
