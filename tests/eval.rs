@@ -256,6 +256,8 @@ fn codereval_snippets_run_with_the_interpreter() {
     let recs = [
         serde_json::json!({"_id": "snip-1", "language": "Python", "prompt": "def double(x):\n    pass", "code": "def double(x):\n    return 2 * x", "test": "assert double(4) == 8"}),
         serde_json::json!({"_id": "snip-2", "language": "python", "code": "def half(x):\n    return x // 2", "test": "assert half(9) == 4"}),
+        // Leaves with status 0 before the test code runs: no completion line, no pass.
+        serde_json::json!({"_id": "snip-3", "language": "python", "code": "import os\ndef one():\n    return 2\nos._exit(0)", "test": "assert one() == 1"}),
     ];
     let file = root.join("codereval.json");
     std::fs::write(&file, serde_json::json!({"tasks": recs}).to_string()).unwrap();
@@ -264,6 +266,8 @@ fn codereval_snippets_run_with_the_interpreter() {
     let gold = eval(m, &[&f]);
     assert_eq!(gold.verdict("snip-1"), "resolved", "{}", stderr(&gold.out));
     assert_eq!(gold.verdict("snip-2"), "resolved");
+    let r = gold.result("snip-3");
+    assert_eq!((r["verdict"].as_str(), r["exit_code"].as_i64()), (Some("unresolved"), Some(0)), "{r}");
     let stub = eval(m, &[&f, "-p", "stub"]);
     assert_eq!(stub.verdict("snip-1"), "unresolved");
     assert_eq!(stub.verdict("snip-2"), "empty_patch");
@@ -492,6 +496,43 @@ fn dataset_errors_are_not_retried() {
 /// A patch prediction may change only the exercise's solution files: a conftest.py it adds
 /// (here one that rewrites every test report to passed, the stub left as it is) is removed
 /// and named in the log, so the tests judge the unchanged stub.
+/// Solutions that forge, neuter or skip their tests from inside the runner's own process, one
+/// prediction directory per channel, in every language the channel applies to (each of these
+/// was graded `resolved` before the control test; see tests/fixtures/eval/predictions/):
+/// - forge: the runner's channel written before any test ran, naming every test of the
+///   dataset, then exit 0: pytest's saved stdout behind its fd capture (module import), the Go
+///   test binary's test2json frames (`init()`), libtest's lines on the raw fd 1 (`exit(0)` in
+///   a test), JUnit XML in the report directory (static initializer), jest's JSON report
+///   (module load), Catch2's closing line (global constructor);
+/// - neuter: the assertions made vacuous (pytest's `runtest`, jest's `expect`, Catch2's
+///   `REQUIRE` through the solution header);
+/// - skip / xfail: the test the solution would fail skipped (`pytest.skip`, JUnit
+///   `assumeTrue`) or marked an expected failure (`pytest.xfail`).
+#[test]
+fn solutions_cannot_forge_neuter_or_skip_their_tests() {
+    for m in modes() {
+        let l = langs(m);
+        let channels: [(&str, &[&str], &str); 4] = [
+            ("forge", &["python", "go", "rust", "java", "javascript", "cpp"], "not the runner's own"),
+            ("neuter", &["python", "javascript", "cpp"], "not the runner's own"),
+            ("skip", &["python", "java"], "skipped"),
+            ("xfail", &["python"], "xfailed"),
+        ];
+        for (dir, langs_of, why) in channels {
+            let cases: Vec<&str> = langs_of.iter().copied().filter(|c| l.contains(c)).collect();
+            let mut a = vec![polyglot(), "-j".into(), "2".into(), "-p".into(), prediction(dir), "--filter-category".into()];
+            a.extend(cases.iter().map(|s| s.to_string()));
+            let a: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+            let run = eval(m, &a);
+            for c in &cases {
+                let r = run.result(&format!("{c}/sum-two"));
+                assert_eq!(r["verdict"], "unresolved", "{m:?} {dir} {c}: {r}");
+                assert!(r["reason"].as_str().unwrap_or("").contains(why), "{m:?} {dir} {c}: {r}");
+            }
+        }
+    }
+}
+
 #[test]
 fn a_prediction_cannot_add_runner_configuration() {
     for m in modes() {

@@ -5,6 +5,7 @@
 //! than the host's memory holds; append each result as it comes; write the reports.
 
 pub mod catalogue;
+pub mod control;
 pub mod dataset;
 pub mod parse;
 pub mod prepare;
@@ -295,7 +296,18 @@ fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> Result<(), S
 }
 
 /// Grades one finished run.
-fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
+/// What a run must show besides its tests' results for them to be believed.
+pub enum Check {
+    /// The control test: reported failed by name, and the runner exiting non-zero for it.
+    Control(control::Control),
+    /// A snippet's completion line, printed after its test code: the last line of output.
+    Trailer(String),
+    /// Nothing more (repository instances, graded by their FAIL_TO_PASS and PASS_TO_PASS as
+    /// SWE-bench grades them; snippet languages that start at a `main`).
+    None,
+}
+
+fn grade(inst: &Instance, runner: &Runner, check: &Check, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
     let Some(rec) = record else {
         r.verdict = Verdict::Error;
         r.reason = Some(output.lines().rev().find(|l| l.contains("polysandbox: error")).unwrap_or("the sandbox left no usage record").to_string());
@@ -310,7 +322,11 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
     r.oom = rec.oom_killed;
     // Snippets are graded by their exit status: the test code is plain asserts.
     let parser = if matches!(inst.kind, Kind::Snippet { .. }) { parse::Parser::ExitCode } else { runner.parser };
-    let parsed = parse::parse(parser, output, report_dir);
+    let mut parsed = parse::parse(parser, output, report_dir);
+    let control = match check {
+        Check::Control(c) => Some(control::check(&mut parsed, c)),
+        _ => None,
+    };
     r.tests = parsed.tests.clone();
     match rec.status.as_str() {
         "timeout" | "cpu_time" => {
@@ -349,7 +365,8 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
         let g = |list: &[String]| {
             let mut gr = Grade::default();
             for t in list {
-                if parsed.status_of(t) == Some(Status::Passed) {
+                // PASSED and XFAIL pass, as SWE-bench's harness counts them.
+                if matches!(parsed.status_of(t), Some(Status::Passed | Status::Xfail)) {
                     gr.success.push(t.clone());
                 } else {
                     gr.failure.push(t.clone());
@@ -369,24 +386,53 @@ fn grade(inst: &Instance, runner: &Runner, record: Option<crate::sandbox::report
         return;
     }
     // Exit 0 alone is not enough: the runner must have reached its own summary, with at least
-    // one test passing and none failing.
+    // one test passing and none failing or skipped, and (where the runner names its tests) with
+    // the control test reported failed and the runner exiting non-zero for it.
     let (passed, failed) = (parsed.passed(), parsed.failed());
+    let skipped = parsed.tests.iter().filter(|t| matches!(t.status, Status::Skipped | Status::Xfail)).count();
+    let exited = || match rec.signal {
+        Some(s) => format!("tests ended by signal {s}"),
+        None => format!("tests exited {}; {failed} failed, {passed} passed", rec.exit_code.unwrap_or(-1)),
+    };
+    const FORGED: &str = "the results are not the runner's own";
     let reason = if rec.output_limit_exceeded {
         Some("output limit reached".to_string())
+    } else if rec.signal.is_some() {
+        Some(exited())
+    } else if let Some(outcome) = control {
+        match outcome {
+            control::Outcome::Passed(n) => Some(format!("{FORGED}: the control test, which always fails, was reported passed or skipped ({n})")),
+            control::Outcome::Missing(_) if parsed.complete => Some(format!("{FORGED}: the {parser} summary does not report the control test")),
+            control::Outcome::Missing(_) if rec.exit_code == Some(0) => Some(format!("exit 0 but no {parser} summary: the run did not finish its tests")),
+            control::Outcome::Missing(_) => Some(exited()),
+            control::Outcome::Held if rec.exit_code == Some(0) => Some(format!("{FORGED}: exit 0 although the control test failed")),
+            control::Outcome::Held if !parsed.complete => Some(format!("no {parser} summary: the run did not finish its tests")),
+            control::Outcome::Held if failed > 0 => Some(format!("{failed} failed, {passed} passed")),
+            control::Outcome::Held => None,
+        }
     } else if rec.exit_code != Some(0) {
-        Some(match rec.signal {
-            Some(s) => format!("tests ended by signal {s}"),
-            None => format!("tests exited {}; {failed} failed, {passed} passed", rec.exit_code.unwrap_or(-1)),
-        })
+        Some(exited())
     } else if !parsed.complete {
         Some(format!("exit 0 but no {parser} summary: the run did not finish its tests"))
     } else if failed > 0 {
         Some(format!("exit 0 but {failed} tests failed"))
-    } else if passed == 0 && parser != parse::Parser::ExitCode {
-        Some("no test passed".to_string())
     } else {
         None
     };
+    let reason = reason.or_else(|| {
+        if let Check::Trailer(tag) = check {
+            if output.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim) != Some(tag.as_str()) {
+                return Some("exit 0 but the test code did not run to its end".to_string());
+            }
+        }
+        if skipped > 0 {
+            Some(format!("{skipped} skipped or xfailed: every test of an exercise must pass"))
+        } else if passed == 0 && parser != parse::Parser::ExitCode {
+            Some("no test passed".to_string())
+        } else {
+            None
+        }
+    });
     r.verdict = if reason.is_none() { Verdict::Resolved } else { Verdict::Unresolved };
     r.reason = reason;
 }
@@ -420,6 +466,35 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         }
     };
     let _ = std::fs::write(logs.join("patch.diff"), &prepared.applied);
+    // The control test goes in after the prediction and the dataset's tests, with a name
+    // drawn for this run alone (see control.rs).
+    let check = match &job.inst.kind {
+        Kind::Exercise { test, .. } => match control::plant(job.runner.parser, &prepared.tree, test) {
+            Ok(Some(c)) => Check::Control(c),
+            Ok(None) => Check::None,
+            Err(e) => {
+                r.reason = Some(format!("planting the control test: {e}"));
+                r.deterministic = true;
+                return r;
+            }
+        },
+        Kind::Snippet { .. } => {
+            let tag = control::new_tag();
+            match job.runner.snippet_file.as_deref().and_then(|f| control::snippet_trailer(f, &tag).map(|t| (f, t))) {
+                Some((f, t)) => {
+                    use std::io::Write;
+                    let ok = std::fs::OpenOptions::new().append(true).open(prepared.tree.join(f)).and_then(|mut w| w.write_all(t.as_bytes()));
+                    if let Err(e) = ok {
+                        r.reason = Some(format!("{f}: {e}"));
+                        return r;
+                    }
+                    Check::Trailer(tag)
+                }
+                None => Check::None,
+            }
+        }
+        Kind::Repo { .. } => Check::None,
+    };
     let report_dir = scratch.join("report");
     let _ = std::fs::create_dir_all(&report_dir);
     if let Err(e) = hand_to_sandbox(&[&prepared.tree, &report_dir]) {
@@ -466,7 +541,7 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
     children.lock().unwrap().remove(&child.id());
     let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
     let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
-    grade(&job.inst, &job.runner, record, &output, &report_dir, &mut r);
+    grade(&job.inst, &job.runner, &check, record, &output, &report_dir, &mut r);
     // The runner's report files go with the logs: regular files and directories only (a
     // symlink the sandbox left there would point whoever reads or uploads the logs at a host
     // file; a FIFO would hang them).
