@@ -75,6 +75,36 @@ pub struct EvalArgs {
     /// Image store directory.
     #[arg(long)]
     root: Option<PathBuf>,
+    /// A calibration made by `polysandbox calibrate` (default: the dataset's, kept beside the
+    /// store, when there is one).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
+    calibration: Option<PathBuf>,
+    /// Grade without a calibration even if the dataset has one.
+    #[arg(long)]
+    no_calibration: bool,
+}
+
+/// The calibration eval uses: the one named, else the dataset's default one if it exists.
+pub fn calibration_for(o: &Options, named: Option<PathBuf>, none: bool) -> Result<Option<crate::eval::calibration::Calibration>, String> {
+    use crate::eval::calibration;
+    if none {
+        return Ok(None);
+    }
+    let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
+    let (path, named) = match named {
+        Some(p) => (std::path::absolute(&p).unwrap_or(p), true),
+        None => (calibration::default_path(&root, &o.dataset), false),
+    };
+    if !named && !path.exists() {
+        return Ok(None);
+    }
+    let c = calibration::load(&path)?;
+    if c.dataset != o.dataset.to_string_lossy() {
+        eprintln!("polysandbox: note: calibration {} was made for {}", path.display(), c.dataset);
+    }
+    let fails = c.instances.values().filter(|e| !e.gold_passes).count();
+    eprintln!("polysandbox: calibration {} ({} instances, {} runs; gold fails {fails} here)", path.display(), c.instances.len(), c.runs);
+    Ok(Some(c))
 }
 
 fn parse_shard(s: &str) -> Result<(usize, usize), String> {
@@ -125,6 +155,12 @@ pub fn main(a: EvalArgs) -> i32 {
         repos: a.repos.map(abs),
         root: a.root.map(abs),
         binary,
+        calibration: None,
+    };
+    let mut o = o;
+    o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
+        Ok(c) => c,
+        Err(e) => return super::error(e),
     };
     let tty = std::io::stderr().is_terminal();
     let bar = ProgressBar::hidden();

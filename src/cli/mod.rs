@@ -1,5 +1,6 @@
 //! The command line: a thin layer over the library, one file per subcommand.
 
+mod calibrate;
 mod eval;
 mod images;
 mod import;
@@ -24,6 +25,8 @@ enum Command {
     Run(run::RunArgs),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
     Eval(eval::EvalArgs),
+    /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
+    Calibrate(calibrate::CalibrateArgs),
     /// Pull an image from a registry into the store.
     Pull(pull::PullArgs),
     /// Import an image from a docker-archive, oci-archive, OCI layout or rootfs tarball.
@@ -56,6 +59,7 @@ pub fn main() -> i32 {
     let code = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Eval(args) => eval::main(args),
+        Command::Calibrate(args) => calibrate::main(args),
         Command::Pull(args) => pull::main(args),
         Command::Import(args) => import::main(args),
         Command::Images(args) => images::main(args),

@@ -4,6 +4,7 @@
 //! toolchain answers (once per image); run the instances, at most `--jobs` at once and no more
 //! than the host's memory holds; append each result as it comes; write the reports.
 
+pub mod calibration;
 pub mod catalogue;
 pub mod control;
 pub mod dataset;
@@ -54,6 +55,36 @@ pub struct Options {
     pub root: Option<PathBuf>,
     /// The polysandbox binary that runs each sandbox.
     pub binary: PathBuf,
+    /// What gold does here, per instance (see calibration.rs).
+    pub calibration: Option<calibration::Calibration>,
+}
+
+impl Options {
+    /// Every option at its default.
+    pub fn new(dataset: PathBuf, predictions: &str, output: PathBuf, binary: PathBuf) -> Options {
+        Options {
+            dataset,
+            predictions: predictions.into(),
+            jobs: 2,
+            languages: vec![],
+            sample: None,
+            ids: vec![],
+            timeout: None,
+            cpus: None,
+            memory: None,
+            images: vec![],
+            config: None,
+            output,
+            resume: false,
+            retries: 1,
+            shard: None,
+            format: Format::Table,
+            repos: None,
+            root: None,
+            binary,
+            calibration: None,
+        }
+    }
 }
 
 /// How a FAIL_TO_PASS or PASS_TO_PASS list fared.
@@ -134,6 +165,9 @@ pub struct InstanceResult {
     pub pass_to_pass: Option<Grade>,
     pub image: String,
     pub attempts: u32,
+    /// Tests the calibration found flaky here: left out of grading, named.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flaky_ignored: Vec<String>,
     /// An `error` that would be the same on every attempt (the dataset's doing): not retried.
     #[serde(skip)]
     pub deterministic: bool,
@@ -160,6 +194,7 @@ impl InstanceResult {
             pass_to_pass: None,
             image: image.into(),
             attempts: 0,
+            flaky_ignored: vec![],
             deterministic: false,
             key: key.into(),
         }
@@ -185,6 +220,7 @@ struct Job {
     memory: u64,
     timeout: String,
     cpus: f64,
+    cal: Option<calibration::Entry>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -307,7 +343,7 @@ pub enum Check {
     None,
 }
 
-fn grade(inst: &Instance, runner: &Runner, check: &Check, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
+fn grade(inst: &Instance, runner: &Runner, check: &Check, cal: Option<&calibration::Entry>, record: Option<crate::sandbox::report::Report>, output: &str, report_dir: &Path, r: &mut InstanceResult) {
     let Some(rec) = record else {
         r.verdict = Verdict::Error;
         r.reason = Some(output.lines().rev().find(|l| l.contains("polysandbox: error")).unwrap_or("the sandbox left no usage record").to_string());
@@ -327,6 +363,11 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, record: Option<crate::
         Check::Control(c) => Some(control::check(&mut parsed, c)),
         _ => None,
     };
+    // Flaky tests (the calibration saw them differ between gold runs) are left out, by name.
+    if let Some(e) = cal {
+        r.flaky_ignored = parsed.tests.iter().filter(|t| e.flaky.contains(&t.name)).map(|t| t.name.clone()).collect();
+        parsed.tests.retain(|t| !e.flaky.contains(&t.name));
+    }
     r.tests = parsed.tests.clone();
     match rec.status.as_str() {
         "timeout" | "cpu_time" => {
@@ -361,6 +402,8 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, record: Option<crate::
         Kind::Repo { fail_to_pass, pass_to_pass, .. } => (fail_to_pass.clone(), pass_to_pass.clone()),
         _ => (vec![], vec![]),
     };
+    let not_flaky = |l: Vec<String>| -> Vec<String> { l.into_iter().filter(|t| !cal.is_some_and(|e| e.flaky.contains(t))).collect() };
+    let (f2p, p2p) = (not_flaky(f2p), not_flaky(p2p));
     if !f2p.is_empty() || !p2p.is_empty() {
         let g = |list: &[String]| {
             let mut gr = Grade::default();
@@ -420,6 +463,14 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, record: Option<crate::
         None
     };
     let reason = reason.or_else(|| {
+        // Every test gold passes here (calibrated) must be reported passed, by name: a run
+        // that leaves tests out, however it does it, is not a pass.
+        if let Some(e) = cal {
+            let missing: Vec<&String> = e.tests.iter().filter(|t| parsed.status_of(t) != Some(Status::Passed)).collect();
+            if let Some(first) = missing.first() {
+                return Some(format!("{} of the {} tests gold passes here not reported passed (first: {first})", missing.len(), e.tests.len()));
+            }
+        }
         if let Check::Trailer(tag) = check {
             if output.lines().rev().find(|l| !l.trim().is_empty()).map(str::trim) != Some(tag.as_str()) {
                 return Some("exit 0 but the test code did not run to its end".to_string());
@@ -541,7 +592,7 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
     children.lock().unwrap().remove(&child.id());
     let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
     let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
-    grade(&job.inst, &job.runner, &check, record, &output, &report_dir, &mut r);
+    grade(&job.inst, &job.runner, &check, job.cal.as_ref(), record, &output, &report_dir, &mut r);
     // The runner's report files go with the logs: regular files and directories only (a
     // symlink the sandbox left there would point whoever reads or uploads the logs at a host
     // file; a FIFO would hang them).
@@ -593,10 +644,11 @@ fn hand_to_sandbox(trees: &[&Path]) -> Result<(), String> {
     Ok(())
 }
 
-fn key_of(pred: &Prediction, runner: &Runner, image: &str, timeout: &str, memory: u64, cpus: f64, inst: &Instance) -> String {
+#[allow(clippy::too_many_arguments)]
+fn key_of(pred: &Prediction, runner: &Runner, image: &str, timeout: &str, memory: u64, cpus: f64, inst: &Instance, cal: Option<&calibration::Entry>) -> String {
     let mut h = Sha256::new();
     h.update(pred.content());
-    h.update(format!("{runner:?}|{image}|{timeout}|{memory}|{cpus}|{:?}", inst.kind).as_bytes());
+    h.update(format!("{runner:?}|{image}|{timeout}|{memory}|{cpus}|{:?}|{cal:?}", inst.kind).as_bytes());
     format!("{:x}", h.finalize())[..16].to_string()
 }
 
@@ -622,6 +674,8 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     let earlier: HashMap<String, InstanceResult> = earlier.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
 
     let mut done = Vec::new();
+    // Verdicts known without a run: recorded like any other.
+    let mut fresh = Vec::new();
     let mut jobs = Vec::new();
     for inst in selected {
         let pred = preds.for_instance(&inst)?;
@@ -639,14 +693,25 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             None => runner.timeout.clone(),
         };
         let cpus = o.cpus.unwrap_or(runner.cpus);
-        let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst);
+        // A calibration holds for the image it was made with.
+        let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image).cloned();
+        let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst, cal.as_ref());
         if let Some(prev) = earlier.get(&inst.id) {
             if prev.key == key && prev.verdict != Verdict::Error {
                 done.push(prev.clone());
                 continue;
             }
         }
-        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus });
+        // Gold does not pass here: the environment's fault, whatever the prediction. Not run,
+        // not retried, kept out of accuracy_score.
+        if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes) {
+            let why = e.cause.clone().unwrap_or_else(|| "no cause recorded".into());
+            let mut r = InstanceResult::bare(&inst, &image, &key, Verdict::Error, Some(format!("gold fails here: {why}")));
+            r.deterministic = true;
+            fresh.push(r);
+            continue;
+        }
+        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal });
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
@@ -669,7 +734,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         results.write_all(b"\n").map_err(|e| format!("{}: {e}", results_path.display()))?;
     }
     let results_file = Mutex::new(results);
-    let total = done.len() + jobs.len();
+    let total = done.len() + fresh.len() + jobs.len();
     let mut resolved = done.iter().filter(|r| r.verdict == Verdict::Resolved).count();
     for (k, r) in done.iter().enumerate() {
         progress(r, k + 1, total, resolved);
@@ -694,6 +759,9 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         })
     };
     let (tx, rx) = std::sync::mpsc::channel::<InstanceResult>();
+    for r in fresh {
+        let _ = tx.send(r);
+    }
     let host = host_memory();
     std::thread::scope(|s| {
         for w in 0..o.jobs.max(1) {
@@ -711,8 +779,14 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                         continue;
                     }
                 }
-                // Admission by memory: the sum of the running sandboxes' limits fits the host.
-                let need = job.memory.min(host);
+                // Admission by memory: what the running sandboxes may use fits the host. With a
+                // calibration, what gold used here (a quarter more, and 64 MiB, for headroom);
+                // otherwise the memory limit. The limit itself stays the same.
+                let need = match &job.cal {
+                    Some(e) if e.memory_peak_bytes_max > 0 => (e.memory_peak_bytes_max + e.memory_peak_bytes_max / 4 + (64 << 20)).min(job.memory),
+                    _ => job.memory,
+                }
+                .min(host);
                 {
                     let (lock, cv) = budget;
                     let mut free = lock.lock().unwrap();

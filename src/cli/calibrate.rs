@@ -1,0 +1,159 @@
+//! `polysandbox calibrate`: what the dataset's own solutions do here, for eval to use.
+
+use crate::eval::{self, calibration, InstanceResult, Options, Verdict};
+use crate::units;
+use clap::Args;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const AFTER_HELP: &str = "\
+Runs the gold solution --runs times and the stub once for every selected instance, with the
+images and limits eval would use, and writes calibration.json into --output and to the
+dataset's default place beside the image store, where eval finds it (or pass it to eval with
+--calibration FILE). eval then grades an instance whose gold fails here as `error` (\"gold fails
+here: <cause>\"), leaves out tests whose status differed between gold runs, requires every
+test gold passes here to be reported passed by name, and admits sandboxes by measured peak
+memory. Exit status: 0 written; 1 written, and gold fails somewhere; 125 could not run.";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct CalibrateArgs {
+    /// The dataset: an Aider-layout directory or a JSON/JSONL file.
+    dataset: PathBuf,
+    /// Gold runs per instance (tests whose status differs between them are flaky).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
+    runs: u32,
+    /// Skip the stub run.
+    #[arg(long)]
+    no_stub: bool,
+    /// Sandboxes at once.
+    #[arg(short = 'j', long, default_value_t = 2)]
+    jobs: usize,
+    /// Only these languages.
+    #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
+    filter_category: Vec<String>,
+    /// Only these instance ids.
+    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID")]
+    instances: Vec<String>,
+    #[arg(long, value_parser = units::parse_duration)]
+    timeout: Option<Duration>,
+    #[arg(long, value_parser = units::parse_cpus)]
+    cpus: Option<f64>,
+    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    memory: Option<u64>,
+    #[arg(long = "image", value_name = "LANG=REF")]
+    images: Vec<String>,
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[arg(long)]
+    repos: Option<PathBuf>,
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Where the runs' results and calibration.json go.
+    #[arg(short = 'o', long, default_value = "polysandbox-calibration")]
+    output: PathBuf,
+    /// Write the calibration here instead of the dataset's default place beside the store.
+    #[arg(long, value_name = "FILE")]
+    calibration: Option<PathBuf>,
+}
+
+pub fn main(a: CalibrateArgs) -> i32 {
+    if a.jobs == 0 {
+        return super::error("--jobs must be at least 1");
+    }
+    let binary = match std::env::current_exe() {
+        Ok(b) => b,
+        Err(e) => return super::error(format!("cannot find the polysandbox binary: {e}")),
+    };
+    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
+    let output = abs(a.output);
+    if output.join("calibration.json").exists() || output.join("gold-1").exists() {
+        return super::error(format!("{} holds an earlier calibration: choose another --output or remove it", output.display()));
+    }
+    let mut base = Options::new(abs(a.dataset), "gold", output.clone(), binary);
+    base.jobs = a.jobs;
+    base.languages = a.filter_category;
+    base.ids = a.instances;
+    base.timeout = a.timeout;
+    base.cpus = a.cpus;
+    base.memory = a.memory;
+    base.images = a.images;
+    base.config = a.config.map(abs);
+    base.repos = a.repos.map(abs);
+    base.root = a.root.map(abs);
+    let target = a.calibration.map(abs).unwrap_or_else(|| calibration::default_path(&base.root.clone().unwrap_or_else(crate::image::store::Store::default_root), &base.dataset));
+
+    let quiet = |_: &InstanceResult, _: usize, _: usize, _: usize| {};
+    let pass = |name: &str, predictions: &str| -> Result<Vec<InstanceResult>, String> {
+        let mut o = base.clone();
+        o.predictions = predictions.into();
+        o.output = output.join(name);
+        eprintln!("polysandbox: calibrate: {name} ...");
+        let (results, interrupted, wall) = eval::run(&o, &quiet)?;
+        if interrupted {
+            return Err("interrupted".into());
+        }
+        let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
+        eprintln!("polysandbox: calibrate: {name}: {resolved} of {} resolved, {:.1} s", results.len(), wall.as_secs_f64());
+        Ok(results)
+    };
+    let mut gold: BTreeMap<String, Vec<(InstanceResult, String)>> = BTreeMap::new();
+    for k in 1..=a.runs {
+        let name = format!("gold-{k}");
+        let results = match pass(&name, "gold") {
+            Ok(r) => r,
+            Err(e) => return super::error(e),
+        };
+        for r in results {
+            let out = std::fs::read(output.join(&name).join("logs").join(eval::slug(&r.instance_id)).join("test_output.txt")).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+            gold.entry(r.instance_id.clone()).or_default().push((r, out));
+        }
+    }
+    let stub: BTreeMap<String, InstanceResult> = if a.no_stub {
+        BTreeMap::new()
+    } else {
+        match pass("stub", "stub") {
+            Ok(r) => r.into_iter().map(|r| (r.instance_id.clone(), r)).collect(),
+            Err(e) => return super::error(e),
+        }
+    };
+    let instances: BTreeMap<String, calibration::Entry> = gold.iter().map(|(id, runs)| (id.clone(), calibration::entry(runs, stub.get(id)))).collect();
+    let c = calibration::Calibration {
+        format: calibration::FORMAT,
+        dataset: base.dataset.to_string_lossy().into_owned(),
+        arch: std::env::consts::ARCH.into(),
+        runs: a.runs,
+        created_unix: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        instances,
+    };
+    let text = serde_json::to_string_pretty(&c).unwrap() + "\n";
+    for path in [output.join("calibration.json"), target.clone()] {
+        let write = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
+            let tmp = path.with_extension("json.tmp");
+            std::fs::write(&tmp, &text)?;
+            std::fs::rename(&tmp, &path)
+        });
+        if let Err(e) = write {
+            return super::error(format!("{}: {e}", path.display()));
+        }
+    }
+    // The report: each exclusion and why, flaky tests, stubs that pass.
+    let fails: Vec<_> = c.instances.iter().filter(|(_, e)| !e.gold_passes).collect();
+    println!("calibrated {} instances ({} gold runs each): gold passes {}, fails {}", c.instances.len(), c.runs, c.instances.len() - fails.len(), fails.len());
+    for (id, e) in &fails {
+        println!("  excluded {id}: {}", e.cause.as_deref().unwrap_or("?"));
+    }
+    for (id, e) in c.instances.iter().filter(|(_, e)| !e.flaky.is_empty()) {
+        println!("  flaky {id}: {}", e.flaky.join(", "));
+    }
+    for (id, _) in c.instances.iter().filter(|(_, e)| e.stub == Some(Verdict::Resolved)) {
+        println!("  stub passes {id}");
+    }
+    eprintln!("polysandbox: calibration written to {} and {}", output.join("calibration.json").display(), target.display());
+    if fails.is_empty() {
+        0
+    } else {
+        1
+    }
+}

@@ -1,0 +1,216 @@
+//! Calibration: what the dataset's own reference solution does in this environment (these
+//! images, these limits), so that eval never charges the model for the environment.
+//!
+//! `polysandbox calibrate` runs the gold solution N times and the stub once, and keeps per
+//! instance: whether gold passes, which tests it passes in every run (the set a prediction
+//! must pass, by name), which tests differ across runs (flaky: left out of grading), the
+//! cause when gold fails, and measured wall, CPU and peak memory (for scheduling).
+
+use super::parse::Status;
+use super::{InstanceResult, Verdict};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+pub const FORMAT: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Calibration {
+    pub format: u32,
+    /// The dataset, as given (absolute).
+    pub dataset: String,
+    /// `uname -m` of the host that made it.
+    pub arch: String,
+    /// Gold runs per instance.
+    pub runs: u32,
+    pub created_unix: u64,
+    pub instances: BTreeMap<String, Entry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Entry {
+    /// The image the runs used: a calibration holds for that image only.
+    pub image: String,
+    /// Gold resolved in every run, flaky tests aside.
+    pub gold_passes: bool,
+    pub gold_verdicts: Vec<Verdict>,
+    /// Why gold does not pass here (the first error line of its output, and the verdict's reason).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    /// Tests gold passed in every run: a prediction must pass each of them, by name.
+    pub tests: Vec<String>,
+    /// Tests whose status differed between gold runs: left out of grading.
+    pub flaky: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stub: Option<Verdict>,
+    pub wall_s_max: f64,
+    pub cpu_s_max: f64,
+    pub memory_peak_bytes_max: u64,
+}
+
+/// Where a dataset's calibration is kept by default: beside the image store, named by the
+/// dataset's absolute path.
+pub fn default_path(store_root: &Path, dataset: &Path) -> PathBuf {
+    use sha2::{Digest, Sha256};
+    let h = format!("{:x}", Sha256::digest(dataset.as_os_str().as_encoded_bytes()));
+    let name = dataset.file_name().map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_', "_")).unwrap_or_default();
+    store_root.join("calibrations").join(format!("{name}-{}.json", &h[..16]))
+}
+
+pub fn load(path: &Path) -> Result<Calibration, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("calibration {}: {e}", path.display()))?;
+    let c: Calibration = serde_json::from_str(&text).map_err(|e| format!("calibration {}: {e}", path.display()))?;
+    if c.format != FORMAT {
+        return Err(format!("calibration {}: format {} (this polysandbox reads {FORMAT}); run calibrate again", path.display(), c.format));
+    }
+    Ok(c)
+}
+
+/// A line that names a control test (`t` and 16 hex digits): its failure is by design.
+fn names_control(line: &str) -> bool {
+    let b = line.as_bytes();
+    (0..b.len().saturating_sub(16)).any(|i| b[i] == b't' && b[i + 1..i + 17].iter().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()) && b.get(i + 17).is_none_or(|c| !c.is_ascii_alphanumeric()))
+}
+
+/// The first line of a run's output that says what went wrong (a compiler's or a loader's
+/// error, a missing module or package), the control test's lines aside.
+pub fn first_error(output: &str) -> Option<String> {
+    const SIGNS: [&str; 14] = [
+        "error[E",
+        "error:",
+        "Error:",
+        "ERROR",
+        "No module named",
+        "cannot find",
+        "not found",
+        "does not exist",
+        "no matching package",
+        "failed to select a version",
+        "Could not resolve",
+        "unresolved import",
+        "Cannot find module",
+        "FAILED",
+    ];
+    output.lines().map(str::trim).filter(|l| !l.is_empty() && !names_control(l)).find(|l| SIGNS.iter().any(|s| l.contains(s))).map(|l| l.chars().take(300).collect())
+}
+
+/// One instance's entry from its gold runs (each with its output) and its stub run.
+pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -> Entry {
+    let first = &gold[0].0;
+    // Status per test per run; a test missing from a run counts as a status of its own.
+    let mut names: BTreeSet<String> = BTreeSet::new();
+    for (r, _) in gold {
+        names.extend(r.tests.iter().map(|t| t.name.clone()));
+    }
+    let status = |r: &InstanceResult, n: &str| r.tests.iter().rev().find(|t| t.name == n).map(|t| t.status);
+    let mut tests = Vec::new();
+    let mut flaky = Vec::new();
+    for n in &names {
+        let s: Vec<Option<Status>> = gold.iter().map(|(r, _)| status(r, n)).collect();
+        if s.iter().all(|x| *x == s[0]) {
+            if s[0] == Some(Status::Passed) {
+                tests.push(n.clone());
+            }
+        } else {
+            flaky.push(n.clone());
+        }
+    }
+    // A run passes if it resolved, or if only flaky tests kept it from resolving.
+    let run_passes = |r: &InstanceResult| {
+        r.verdict == Verdict::Resolved
+            || (r.verdict == Verdict::Unresolved
+                && !r.tests.is_empty()
+                && r.tests.iter().all(|t| t.status == Status::Passed || flaky.contains(&t.name))
+                && r.reason.as_deref().is_some_and(|w| !w.contains("not the runner's own")))
+    };
+    let gold_passes = gold.iter().all(|(r, _)| run_passes(r));
+    let cause = if gold_passes {
+        None
+    } else {
+        let (r, out) = gold.iter().find(|(r, _)| !run_passes(r)).unwrap();
+        let why = r.reason.clone().unwrap_or_else(|| r.verdict.to_string());
+        Some(match first_error(out) {
+            Some(line) if !why.contains(&line) => format!("{line} ({}: {why})", r.verdict),
+            _ => format!("{}: {why}", r.verdict),
+        })
+    };
+    let max = |f: &dyn Fn(&InstanceResult) -> f64| gold.iter().map(|(r, _)| f(r)).fold(0.0, f64::max);
+    Entry {
+        image: first.image.clone(),
+        gold_passes,
+        gold_verdicts: gold.iter().map(|(r, _)| r.verdict).collect(),
+        cause,
+        tests,
+        flaky,
+        stub: stub.map(|s| s.verdict),
+        wall_s_max: max(&|r| r.wall_s),
+        cpu_s_max: max(&|r| r.cpu_s),
+        memory_peak_bytes_max: gold.iter().map(|(r, _)| r.memory_peak_bytes).max().unwrap_or(0),
+    }
+}
+
+/// What two calibrations disagree on, tests either marks flaky aside: one line per difference.
+pub fn differences(a: &Calibration, b: &Calibration) -> Vec<String> {
+    let mut out = Vec::new();
+    let ids: BTreeSet<&String> = a.instances.keys().chain(b.instances.keys()).collect();
+    for id in ids {
+        let (Some(x), Some(y)) = (a.instances.get(id), b.instances.get(id)) else {
+            out.push(format!("{id}: in one calibration only"));
+            continue;
+        };
+        if x.gold_passes != y.gold_passes {
+            out.push(format!("{id}: gold passes {} vs {}", x.gold_passes, y.gold_passes));
+        }
+        if x.stub != y.stub {
+            out.push(format!("{id}: stub {:?} vs {:?}", x.stub, y.stub));
+        }
+        let flaky: BTreeSet<&String> = x.flaky.iter().chain(&y.flaky).collect();
+        let tx: BTreeSet<&String> = x.tests.iter().filter(|t| !flaky.contains(t)).collect();
+        let ty: BTreeSet<&String> = y.tests.iter().filter(|t| !flaky.contains(t)).collect();
+        for t in tx.symmetric_difference(&ty) {
+            out.push(format!("{id}: test {t} passes in one calibration only"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::parse::TestResult;
+
+    fn run(verdict: Verdict, tests: &[(&str, Status)], reason: Option<&str>) -> InstanceResult {
+        let mut r: InstanceResult = serde_json::from_value(serde_json::json!({
+            "instance_id": "x", "language": "python", "verdict": "resolved", "exit_code": 1, "signal": null,
+            "wall_s": 1.0, "cpu_s": 0.5, "memory_peak_bytes": 1000, "timed_out": false, "oom": false,
+            "tests": [], "image": "img", "attempts": 1, "key": "k"
+        }))
+        .unwrap();
+        r.verdict = verdict;
+        r.reason = reason.map(String::from);
+        r.tests = tests.iter().map(|(n, s)| TestResult { name: n.to_string(), status: *s, duration_s: None }).collect();
+        r
+    }
+
+    #[test]
+    fn flaky_tests_and_causes() {
+        use Status::*;
+        let a = run(Verdict::Resolved, &[("a", Passed), ("b", Passed)], None);
+        let b = run(Verdict::Unresolved, &[("a", Passed), ("b", Failed)], Some("1 failed, 1 passed"));
+        let e = entry(&[(a.clone(), String::new()), (b, String::new())], None);
+        assert_eq!((e.tests.clone(), e.flaky.clone(), e.gold_passes), (vec!["a".to_string()], vec!["b".to_string()], true));
+        let bad = run(Verdict::Unresolved, &[], Some("tests exited 101; 0 failed, 0 passed"));
+        let out = "   Compiling x\nerror[E0432]: unresolved import `num_bigint`\n test t0123456789abcdef ... FAILED\n";
+        let e = entry(&[(bad.clone(), out.into()), (bad, out.into())], Some(&a));
+        assert!(!e.gold_passes);
+        assert!(e.cause.as_deref().unwrap().starts_with("error[E0432]: unresolved import `num_bigint`"), "{:?}", e.cause);
+        assert_eq!(first_error("test t0123456789abcdef ... FAILED\nok\n"), None);
+        assert_eq!(e.stub, Some(Verdict::Resolved));
+    }
+
+    #[test]
+    fn default_place_is_beside_the_store() {
+        let p = default_path(Path::new("/s"), Path::new("/data/polyglot benchmark"));
+        assert!(p.starts_with("/s/calibrations") && p.file_name().unwrap().to_str().unwrap().starts_with("polyglot_benchmark-"));
+    }
+}
