@@ -589,3 +589,86 @@ fn report_files_are_read_as_untrusted_input() {
         assert!(stdout(&o).is_empty(), "{m:?}: a symlink or FIFO reached the logs: {}", stdout(&o));
     }
 }
+
+/// Calibration (#13): gold failing for want of something in the image becomes an `error`
+/// naming the cause, never the model's `unresolved`; every test gold passes must be reported
+/// passed by name (a solution that takes a test out of the run is caught only so); two
+/// calibrations agree; a broken calibration file is one clear line.
+#[test]
+fn calibration_turns_environment_failures_into_errors_and_pins_the_tests() {
+    for m in modes() {
+        let root = m.owned_dir("calibration");
+        // The fixtures' python and go exercises, and one whose reference solution needs a module
+        // the image does not have.
+        let data = root.join("data");
+        std::fs::create_dir_all(&data).unwrap();
+        for l in ["python", "go"] {
+            assert!(Command::new("cp").arg("-a").arg(Path::new(&polyglot()).join(l)).arg(data.join(l)).status().unwrap().success());
+        }
+        let needs = data.join("python/exercises/practice/needs-lib");
+        assert!(Command::new("cp").arg("-a").arg(data.join("python/exercises/practice/sum-two")).arg(&needs).status().unwrap().success());
+        std::fs::write(needs.join(".meta/example.py"), "import not_in_this_image\n\n\ndef add(a, b):\n    return a + b\n").unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+        let dataset = data.display().to_string();
+        let calibrate = |name: &str| {
+            let out = m.owned_dir(name);
+            let file = out.join("calibration.json");
+            let mut c = m.command();
+            c.args(["calibrate", &dataset, "-j", "2", "-o"]).arg(out.join("runs")).arg("--calibration").arg(&file);
+            if m == Mode::User && is_root() {
+                c.args(["--root", USER_STORE]);
+            }
+            let o = c.stdin(Stdio::null()).output().unwrap();
+            (o, file)
+        };
+        let (o, cal) = calibrate("cal-a");
+        assert_eq!(code(&o), 1, "{m:?}: gold fails somewhere: {}\n{}", stdout(&o), stderr(&o));
+        let report = stdout(&o);
+        assert!(report.contains("excluded python/needs-lib") && report.contains("not_in_this_image"), "{m:?}: {report}");
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+        assert_eq!(c["instances"]["python/sum-two"]["gold_passes"], true, "{c}");
+        assert_eq!(c["instances"]["python/sum-two"]["tests"].as_array().unwrap().len(), 2, "{c}");
+        assert_eq!(c["instances"]["python/sum-two"]["stub"], "unresolved", "{c}");
+        assert!(c["instances"]["python/sum-two"]["memory_peak_bytes_max"].as_u64().unwrap() > 0);
+
+        // A second calibration agrees on everything (flaky tests aside: there are none here).
+        let (_, cal_b) = calibrate("cal-b");
+        let b: Value = serde_json::from_str(&std::fs::read_to_string(&cal_b).unwrap()).unwrap();
+        for (id, e) in c["instances"].as_object().unwrap() {
+            for k in ["gold_passes", "tests", "flaky", "stub", "image"] {
+                assert_eq!(e[k], b["instances"][id][k], "{m:?} {id} {k}");
+            }
+        }
+
+        let cal_arg = cal.display().to_string();
+        let gold = eval(m, &[&dataset, "-j", "2", "--calibration", &cal_arg]);
+        let r = gold.result("python/needs-lib");
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap().starts_with("gold fails here: ") && r["reason"].as_str().unwrap().contains("not_in_this_image"), "{m:?}: {r}");
+        assert_eq!(gold.verdict("python/sum-two"), "resolved");
+        assert_eq!(gold.verdict("go/sum-two"), "resolved");
+        assert_eq!(gold.report()["accuracy_score"], 1.0, "{m:?}: the environment's failure is not scored");
+        // Without the calibration, the same failure is charged as unresolved.
+        let plain = eval(m, &[&dataset, "-t", "python/needs-lib", "--no-calibration"]);
+        assert_eq!(plain.verdict("python/needs-lib"), "unresolved");
+
+        // Takes the test it would fail out of pytest's collection: passes without a
+        // calibration, not with one.
+        let d = prediction("deselect");
+        let without = eval(m, &[&dataset, "-t", "python/sum-two", "-p", &d, "--no-calibration"]);
+        assert_eq!(without.verdict("python/sum-two"), "resolved", "{m:?}: the hole the calibration closes");
+        let with = eval(m, &[&dataset, "-t", "python/sum-two", "-p", &d, "--calibration", &cal_arg]);
+        let r = with.result("python/sum-two");
+        assert_eq!(r["verdict"], "unresolved", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap().contains("test_negative_numbers"), "{m:?}: {r}");
+
+        // A calibration file that is not one: one line, exit 125, nothing written.
+        let bad = m.writable_file("bad-calibration.json");
+        std::fs::write(&bad, "{\"format\": 1}").unwrap();
+        let dir = m.owned_dir("bad-cal").join("out");
+        let r = eval_in(m, &dir, &[&dataset, "--calibration", bad.to_str().unwrap()]);
+        assert_eq!(code(&r.out), 125, "{m:?}: {}", stderr(&r.out));
+        assert_eq!(stderr(&r.out).lines().count(), 1, "{}", stderr(&r.out));
+        assert!(!dir.exists());
+    }
+}

@@ -41,6 +41,9 @@ pub struct Entry {
     pub tests: Vec<String>,
     /// Tests whose status differed between gold runs: left out of grading.
     pub flaky: Vec<String>,
+    /// Tests gold skipped (or xfailed) in every run: skips the dataset itself makes.
+    #[serde(default)]
+    pub skipped: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stub: Option<Verdict>,
     pub wall_s_max: f64,
@@ -75,23 +78,32 @@ fn names_control(line: &str) -> bool {
 /// The first line of a run's output that says what went wrong (a compiler's or a loader's
 /// error, a missing module or package), the control test's lines aside.
 pub fn first_error(output: &str) -> Option<String> {
-    const SIGNS: [&str; 14] = [
-        "error[E",
-        "error:",
-        "Error:",
-        "ERROR",
+    // Most telling first: what is missing, then any error line.
+    const SIGNS: [&str; 16] = [
         "No module named",
+        "error[E",
+        "Cannot find module",
         "cannot find",
-        "not found",
+        "unresolved import",
         "does not exist",
         "no matching package",
         "failed to select a version",
         "Could not resolve",
-        "unresolved import",
-        "Cannot find module",
+        "not found",
+        "error:",
+        "Error:",
+        "Error ",
+        "ERROR",
         "FAILED",
+        "panic",
     ];
-    output.lines().map(str::trim).filter(|l| !l.is_empty() && !names_control(l)).find(|l| SIGNS.iter().any(|s| l.contains(s))).map(|l| l.chars().take(300).collect())
+    let lines: Vec<&str> = output
+        .lines()
+        .map(str::trim)
+        // Neither the control test's lines nor a runner's rules ("==== ERRORS ====").
+        .filter(|l| !l.is_empty() && !names_control(l) && !l.starts_with(['=', '-', '_', '*']))
+        .collect();
+    SIGNS.iter().find_map(|s| lines.iter().find(|l| l.contains(s))).map(|l| l.chars().take(300).collect())
 }
 
 /// One instance's entry from its gold runs (each with its output) and its stub run.
@@ -105,11 +117,14 @@ pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -
     let status = |r: &InstanceResult, n: &str| r.tests.iter().rev().find(|t| t.name == n).map(|t| t.status);
     let mut tests = Vec::new();
     let mut flaky = Vec::new();
+    let mut skipped = Vec::new();
     for n in &names {
         let s: Vec<Option<Status>> = gold.iter().map(|(r, _)| status(r, n)).collect();
         if s.iter().all(|x| *x == s[0]) {
-            if s[0] == Some(Status::Passed) {
-                tests.push(n.clone());
+            match s[0] {
+                Some(Status::Passed) => tests.push(n.clone()),
+                Some(Status::Skipped | Status::Xfail) => skipped.push(n.clone()),
+                _ => {}
             }
         } else {
             flaky.push(n.clone());
@@ -142,6 +157,7 @@ pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -
         cause,
         tests,
         flaky,
+        skipped,
         stub: stub.map(|s| s.verdict),
         wall_s_max: max(&|r| r.wall_s),
         cpu_s_max: max(&|r| r.cpu_s),

@@ -432,7 +432,12 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, cal: Option<&calibrati
     // one test passing and none failing or skipped, and (where the runner names its tests) with
     // the control test reported failed and the runner exiting non-zero for it.
     let (passed, failed) = (parsed.passed(), parsed.failed());
-    let skipped = parsed.tests.iter().filter(|t| matches!(t.status, Status::Skipped | Status::Xfail)).count();
+    // A skip is no pass, unless the test files declared it (jest) or gold skips it here too.
+    let skipped = parsed
+        .tests
+        .iter()
+        .filter(|t| matches!(t.status, Status::Skipped | Status::Xfail) && !parser.skips_are_declared() && !cal.is_some_and(|e| e.skipped.contains(&t.name)))
+        .count();
     let exited = || match rec.signal {
         Some(s) => format!("tests ended by signal {s}"),
         None => format!("tests exited {}; {failed} failed, {passed} passed", rec.exit_code.unwrap_or(-1)),
@@ -445,6 +450,8 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, cal: Option<&calibrati
     } else if let Some(outcome) = control {
         match outcome {
             control::Outcome::Passed(n) => Some(format!("{FORGED}: the control test, which always fails, was reported passed or skipped ({n})")),
+            // A test file that did not load takes its control with it: an error, not a forgery.
+            control::Outcome::Missing(_) if parsed.complete && failed > 0 => Some(exited()),
             control::Outcome::Missing(_) if parsed.complete => Some(format!("{FORGED}: the {parser} summary does not report the control test")),
             control::Outcome::Missing(_) if rec.exit_code == Some(0) => Some(format!("exit 0 but no {parser} summary: the run did not finish its tests")),
             control::Outcome::Missing(_) => Some(exited()),

@@ -40,6 +40,13 @@ impl Parser {
         }
     }
 
+    /// Whether every skip this runner reports was declared in the test files (jest's
+    /// `xtest`/`test.skip`: "pending"), which a prediction cannot change; other runners let the
+    /// code under test skip at run time (`pytest.skip`, JUnit assumptions).
+    pub fn skips_are_declared(self) -> bool {
+        matches!(self, Parser::Jest)
+    }
+
     pub fn from_name(name: &str) -> Option<Parser> {
         Parser::ALL.into_iter().find(|p| p.name() == name)
     }
