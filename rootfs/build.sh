@@ -9,7 +9,8 @@
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package), an optional executable rootfs/LANG.customize (run on the
 # host after it, with the new root as its argument: e.g. to make a generated file
-# reproducible), optional rootfs/LANG.suites (more suites), and any other rootfs/LANG.NAME
+# reproducible), optional rootfs/LANG.suites (more suites) with rootfs/LANG.preferences (apt
+# pins saying which packages come from them), and any other rootfs/LANG.NAME
 # file, handed to the setup script as /tmp/recipe/NAME (npm's
 # package-lock.json, a Cargo.lock: the setup installs exactly what they pin).
 # rootfs/LANG.lock pins every Debian package of the image (`pkg=version`, all of them, not
@@ -91,6 +92,13 @@ mmdebstrap_into() {
     hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp '$prefs' \"\$1/etc/apt/preferences.d/polysandbox-lock\""
             --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-lock" && touch -r "$t" "$d" && rm -f "$t"')
   fi
+  # A recipe's own apt preferences (rootfs/LANG.preferences): which packages may come from
+  # another suite it names (e.g. a few from trixie, the rest from bookworm). In place while
+  # apt installs, not left in the image.
+  if [ -f "rootfs/$lang.preferences" ]; then
+    hooks+=(--setup-hook="mkdir -p \"\$1/etc/apt/preferences.d\" && cp 'rootfs/$lang.preferences' \"\$1/etc/apt/preferences.d/polysandbox-recipe\""
+            --customize-hook='d="$1/etc/apt/preferences.d" t=$(mktemp) && touch -r "$d" "$t" && rm -f "$d/polysandbox-recipe" && touch -r "$t" "$d" && rm -f "$t"')
+  fi
   if [ ${#extra[@]} -gt 0 ]; then
     hooks+=(--customize-hook="mkdir -p \"\$1/tmp/recipe\"$(for f in "${extra[@]}"; do printf " && cp '%s' \"\$1/tmp/recipe/%s\"" "$f" "${f#rootfs/$lang.}"; done)")
   fi
@@ -135,10 +143,10 @@ for lang in "${langs[@]}"; do
   # Files handed to the setup script (everything of the recipe but these five kinds).
   extra=()
   for f in rootfs/"$lang".*; do
-    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|lock|amd64.lock|arm64.lock) ;; *) extra+=("$f") ;; esac
+    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|preferences|lock|amd64.lock|arm64.lock) ;; *) extra+=("$f") ;; esac
   done
   # The lock is not part of the key: it describes the output, and is checked against it.
-  hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
+  hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites" "rootfs/$lang.preferences"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang$suffix-$hash.tar
   ref=localhost/polysandbox/$lang:bookworm
   if [ ! -f "$tarball" ]; then

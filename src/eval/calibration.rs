@@ -31,6 +31,9 @@ pub struct Calibration {
 pub struct Entry {
     /// The image the runs used: a calibration holds for that image only.
     pub image: String,
+    /// Its manifest digest: a rebuild under the same name is another image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
     /// Gold resolved in every run, flaky tests aside.
     pub gold_passes: bool,
     pub gold_verdicts: Vec<Verdict>,
@@ -152,6 +155,7 @@ pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -
     let max = |f: &dyn Fn(&InstanceResult) -> f64| gold.iter().map(|(r, _)| f(r)).fold(0.0, f64::max);
     Entry {
         image: first.image.clone(),
+        image_digest: first.image_digest.clone(),
         gold_passes,
         gold_verdicts: gold.iter().map(|(r, _)| r.verdict).collect(),
         cause,

@@ -164,6 +164,9 @@ pub struct InstanceResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pass_to_pass: Option<Grade>,
     pub image: String,
+    /// The image's manifest digest, when the store names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
     pub attempts: u32,
     /// Tests the calibration found flaky here: left out of grading, named.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -193,6 +196,7 @@ impl InstanceResult {
             fail_to_pass: None,
             pass_to_pass: None,
             image: image.into(),
+            image_digest: None,
             attempts: 0,
             flaky_ignored: vec![],
             deterministic: false,
@@ -221,6 +225,7 @@ struct Job {
     timeout: String,
     cpus: f64,
     cal: Option<calibration::Entry>,
+    image_digest: Option<String>,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -329,6 +334,16 @@ fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> Result<(), S
     } else {
         Err(format!("toolchain probe `{}` failed in {image} (exit {}): {last}", runner.probe.join(" "), out.status.code().unwrap_or(-1)))
     }
+}
+
+/// The manifest digest `image` names in the store eval's sandboxes use (or a shared store):
+/// what a calibration is tied to, so that a rebuilt image under the same name is not taken
+/// for the calibrated one.
+fn image_digest(o: &Options, image: &str) -> Option<String> {
+    use crate::image::store::Store;
+    let name = crate::reference::Reference::parse(image).ok()?.to_string();
+    let own = Store::open(&o.root.clone().unwrap_or_else(Store::default_root)).ok()?;
+    std::iter::once(own).chain(Store::shared()).find_map(|s| s.lookup(&name).ok().flatten()).map(|d| d.digest.to_string())
 }
 
 /// Grades one finished run.
@@ -497,6 +512,7 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, cal: Option<&calibrati
 
 fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Mutex<HashSet<u32>>) -> InstanceResult {
     let mut r = InstanceResult::bare(&job.inst, &job.image, &job.key, Verdict::Error, None);
+    r.image_digest = job.image_digest.clone();
     let _ = std::fs::remove_dir_all(scratch);
     if let Err(e) = std::fs::create_dir_all(scratch) {
         r.reason = Some(format!("{}: {e}", scratch.display()));
@@ -680,6 +696,8 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     }
     let earlier: HashMap<String, InstanceResult> = earlier.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
 
+    let mut digests: HashMap<String, Option<String>> = HashMap::new();
+    let mut stale: HashSet<String> = HashSet::new();
     let mut done = Vec::new();
     // Verdicts known without a run: recorded like any other.
     let mut fresh = Vec::new();
@@ -700,8 +718,22 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             None => runner.timeout.clone(),
         };
         let cpus = o.cpus.unwrap_or(runner.cpus);
-        // A calibration holds for the image it was made with.
+        // A calibration holds for the image it was made with: that name, that build.
         let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image).cloned();
+        let cal = match cal {
+            Some(e) if e.image_digest.is_some() => {
+                let now = digests.entry(image.clone()).or_insert_with(|| image_digest(o, &image)).clone();
+                if now.is_some() && now != e.image_digest {
+                    if stale.insert(image.clone()) {
+                        eprintln!("polysandbox: note: the calibration is for another build of {image}: not used for its instances (calibrate again)");
+                    }
+                    None
+                } else {
+                    Some(e)
+                }
+            }
+            other => other,
+        };
         let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst, cal.as_ref());
         if let Some(prev) = earlier.get(&inst.id) {
             if prev.key == key && prev.verdict != Verdict::Error {
@@ -718,7 +750,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             fresh.push(r);
             continue;
         }
-        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal });
+        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: None });
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
@@ -733,6 +765,10 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         }
     }
 
+    // Each image's digest, once it is there (the probe pulled a missing one).
+    for j in &mut jobs {
+        j.image_digest = digests.entry(j.image.clone()).or_insert_with(|| image_digest(o, &j.image)).clone();
+    }
     let mut results = std::fs::OpenOptions::new().create(true).append(true).open(&results_path).map_err(|e| format!("{}: {e}", results_path.display()))?;
     // A line cut short by a crash (SIGKILL mid-write) is closed first, so that the next result
     // starts a line of its own rather than merging with it.
