@@ -672,3 +672,18 @@ fn calibration_turns_environment_failures_into_errors_and_pins_the_tests() {
         assert!(!dir.exists());
     }
 }
+
+/// The images carry what the full Aider polyglot benchmark declares (#13), not only the
+/// exercises in shared/: every Rust crate and version its exercises name (vendored, offline),
+/// and AssertJ's 2D-array assertions (3.17+; bookworm has 3.14) with JUnit 5.10.
+#[test]
+fn the_images_carry_the_whole_benchmarks_dependencies() {
+    if !is_root() {
+        return skip("the_images_carry_the_whole_benchmarks_dependencies", "the rust and java images are in root's store only");
+    }
+    let deps = data().join("deps").display().to_string();
+    let run = eval(Mode::Root, &[&deps, "-j", "2"]);
+    for id in ["rust/deps", "java/deps"] {
+        assert_eq!(run.verdict(id), "resolved", "{}", run.result(id));
+    }
+}
