@@ -687,3 +687,41 @@ fn the_images_carry_the_whole_benchmarks_dependencies() {
         assert_eq!(run.verdict(id), "resolved", "{}", run.result(id));
     }
 }
+
+/// The real Multi-SWE-bench records in ../shared, on the generic toolchain images (no replica
+/// images): every gold failure there is the environment's (crates not vendored, npm needing
+/// the network), and calibration says so; eval then grades them `error` naming the cause,
+/// where without the calibration it would charge them as `unresolved` (#13).
+#[test]
+fn multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration() {
+    let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/multi-swe-bench");
+    if !shared.join("instances.jsonl").exists() {
+        return skip("multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration", "no ../shared/multi-swe-bench");
+    }
+    if !is_root() {
+        return skip("multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration", "the rust and javascript images are in root's store only");
+    }
+    let m = Mode::Root;
+    let dir = m.owned_dir("msb");
+    let repos = dir.join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    assert!(Command::new("tar").arg("xzf").arg(shared.join("repos.tar.gz")).arg("-C").arg(&repos).status().unwrap().success());
+    let records = shared.join("instances.jsonl").display().to_string();
+    let cal = dir.join("calibration.json");
+    let o = m.command().args(["calibrate", &records, "--runs", "1", "--no-stub", "-j", "2", "--repos"]).arg(&repos).arg("-o").arg(dir.join("runs")).arg("--calibration").arg(&cal).output().unwrap();
+    assert_eq!(code(&o), 1, "{}\n{}", stdout(&o), stderr(&o));
+    let expect = [("tokio-rs__bytes-732", "missing crate"), ("sharkdp__fd-1394", "missing crate"), ("iamkun__dayjs-2420", "network needed")];
+    for (id, cause) in expect {
+        assert!(stdout(&o).contains(&format!("excluded {id}: {cause}")), "{id}: {}", stdout(&o));
+    }
+    let repos_arg = repos.display().to_string();
+    let cal_arg = cal.display().to_string();
+    let with = eval(m, &[&records, "--repos", &repos_arg, "--calibration", &cal_arg]);
+    for (id, cause) in expect {
+        let r = with.result(id);
+        assert_eq!(r["verdict"], "error", "{r}");
+        assert!(r["reason"].as_str().unwrap().starts_with(&format!("gold fails here: {cause}")), "{r}");
+    }
+    let without = eval(m, &[&records, "--repos", &repos_arg, "--no-calibration", "-t", "tokio-rs__bytes-732"]);
+    assert_eq!(without.verdict("tokio-rs__bytes-732"), "unresolved");
+}

@@ -109,6 +109,35 @@ pub fn first_error(output: &str) -> Option<String> {
     SIGNS.iter().find_map(|s| lines.iter().find(|l| l.contains(s))).map(|l| l.chars().take(300).collect())
 }
 
+/// What kind of environment failure a line shows, when it shows one.
+fn kind_of(line: &str) -> Option<&'static str> {
+    const NETWORK: [&str; 6] = ["EAI_AGAIN", "getaddrinfo", "Temporary failure in name resolution", "Could not resolve host", "Network is unreachable", "network is unreachable"];
+    const CRATE: [&str; 2] = ["no matching package named", "failed to select a version for the requirement"];
+    const MODULE: [&str; 5] = ["No module named", "Cannot find module", "unresolved import", "does not exist", "cannot find package"];
+    if NETWORK.iter().any(|s| line.contains(s)) {
+        Some("network needed (sandboxes have none)")
+    } else if CRATE.iter().any(|s| line.contains(s)) {
+        Some("missing crate (not among the image's vendored crates)")
+    } else if MODULE.iter().any(|s| line.contains(s)) {
+        Some("missing dependency")
+    } else {
+        None
+    }
+}
+
+/// The cause of a failed gold run, for people: the kind of environment failure where one is
+/// recognised ("network needed", "missing crate", "missing dependency"), and the line that
+/// shows it.
+pub fn cause_in(output: &str) -> Option<String> {
+    // A network failure anywhere explains what follows it.
+    let network = output.lines().map(str::trim).find(|l| kind_of(l) == Some("network needed (sandboxes have none)"));
+    let line = network.map(|l| l.chars().take(300).collect()).or_else(|| first_error(output))?;
+    Some(match kind_of(&line) {
+        Some(kind) => format!("{kind}: {line}"),
+        None => line,
+    })
+}
+
 /// One instance's entry from its gold runs (each with its output) and its stub run.
 pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -> Entry {
     let first = &gold[0].0;
@@ -147,7 +176,7 @@ pub fn entry(gold: &[(InstanceResult, String)], stub: Option<&InstanceResult>) -
     } else {
         let (r, out) = gold.iter().find(|(r, _)| !run_passes(r)).unwrap();
         let why = r.reason.clone().unwrap_or_else(|| r.verdict.to_string());
-        Some(match first_error(out) {
+        Some(match cause_in(out) {
             Some(line) if !why.contains(&line) => format!("{line} ({}: {why})", r.verdict),
             _ => format!("{}: {why}", r.verdict),
         })
@@ -223,7 +252,11 @@ mod tests {
         let out = "   Compiling x\nerror[E0432]: unresolved import `num_bigint`\n test t0123456789abcdef ... FAILED\n";
         let e = entry(&[(bad.clone(), out.into()), (bad, out.into())], Some(&a));
         assert!(!e.gold_passes);
-        assert!(e.cause.as_deref().unwrap().starts_with("error[E0432]: unresolved import `num_bigint`"), "{:?}", e.cause);
+        assert!(e.cause.as_deref().unwrap().starts_with("missing dependency: error[E0432]: unresolved import `num_bigint`"), "{:?}", e.cause);
+        let npm = "npm ERR! code EAI_AGAIN\nnpm ERR! request to https://registry.npmjs.org/jest failed, reason: getaddrinfo EAI_AGAIN registry.npmjs.org\n";
+        assert!(cause_in(npm).unwrap().starts_with("network needed"), "{:?}", cause_in(npm));
+        let cargo = "error: no matching package named `serde` found\nlocation searched: directory source `/opt/polysandbox/cargo-vendor`\n";
+        assert_eq!(cause_in(cargo).unwrap(), "missing crate (not among the image's vendored crates): error: no matching package named `serde` found");
         assert_eq!(first_error("test t0123456789abcdef ... FAILED\nok\n"), None);
         assert_eq!(e.stub, Some(Verdict::Resolved));
     }

@@ -135,6 +135,28 @@ fn test_list(v: &Value) -> Result<Vec<String>, String> {
     }
 }
 
+/// A repository record's language when it names none (Multi-SWE-bench's records often do
+/// not): from the files its test patch touches, the most common kind; SWE-bench's own are
+/// Python.
+fn language_of_tests(test_patch: &str) -> Option<&'static str> {
+    let mut counts: std::collections::BTreeMap<&'static str, usize> = Default::default();
+    for p in super::prepare::patch_paths(test_patch) {
+        let ext = p.rsplit('.').next().unwrap_or("");
+        let lang = match ext {
+            "py" => "python",
+            "rs" => "rust",
+            "go" => "go",
+            "java" => "java",
+            "js" | "jsx" | "mjs" | "cjs" => "javascript",
+            "ts" | "tsx" => "typescript",
+            "c" | "cc" | "cpp" | "cxx" | "h" | "hpp" => "cpp",
+            _ => continue,
+        };
+        *counts.entry(lang).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).map(|(l, _)| l)
+}
+
 fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
     let at = || format!("{} record {}", path.display(), n + 1);
     let language = string(v, &["language", "lang"]).map(|l| l.to_lowercase());
@@ -156,7 +178,7 @@ fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
             .ok_or_else(|| format!("{id}: no base_commit"))?;
         return Ok(Instance {
             id: id.clone(),
-            language: language.unwrap_or_else(|| "python".into()),
+            language: language.or_else(|| language_of_tests(&string(v, &["test_patch"]).unwrap_or_default()).map(String::from)).unwrap_or_else(|| "python".into()),
             image,
             kind: Kind::Repo {
                 repo,
