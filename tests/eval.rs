@@ -725,3 +725,50 @@ fn multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration() {
     let without = eval(m, &[&records, "--repos", &repos_arg, "--no-calibration", "-t", "tokio-rs__bytes-732"]);
     assert_eq!(without.verdict("tokio-rs__bytes-732"), "unresolved");
 }
+
+/// A patch is applied on the host; the host then reads the solution files (the diff for the
+/// logs) and writes the test files back. A patch that turns a solution file, a directory on
+/// its way, or the tests' directory into a symlink must not make the host read or write
+/// through it (as root: any file). Each variant was followed by the previous build (the
+/// solution-file symlink copied the host file into patch.diff).
+#[test]
+fn a_patch_cannot_plant_symlinks_the_host_follows() {
+    for m in modes() {
+        let dir = m.owned_dir("patch-links");
+        let marker = format!("SECRET{}x{}", std::process::id(), unique());
+        let secret = m.writable_file("secret.py");
+        std::fs::write(&secret, format!("# {marker}\n")).unwrap();
+        std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let outside = m.owned_dir("patch-links-outside");
+        std::fs::write(outside.join("lib.rs"), format!("// {marker}\n")).unwrap();
+        let link = |path: &str, target: &str| format!("diff --git a/{path} b/{path}\nnew file mode 120000\n--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{target}\n\\ No newline at end of file\n");
+        let delete = |path: &str, text: &str| {
+            let body: String = text.lines().map(|l| format!("-{l}\n")).collect();
+            format!("diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n@@ -1,{} +0,0 @@\n{body}", text.lines().count())
+        };
+        let ex = |lang: &str, rel: &str| std::fs::read_to_string(Path::new(&polyglot()).join(lang).join("exercises/practice/sum-two").join(rel)).unwrap();
+        let py = ex("python", "sum_two.py");
+        let lib = ex("rust", "src/lib.rs");
+        let rs_test = ex("rust", "tests/sum_two.rs");
+        let cases = [
+            ("python/sum-two", delete("sum_two.py", &py) + &link("sum_two.py", secret.to_str().unwrap())),
+            ("rust/sum-two", delete("src/lib.rs", &lib) + &link("src", outside.to_str().unwrap())),
+            ("rust/sum-two", delete("tests/sum_two.rs", &rs_test) + &link("tests", outside.to_str().unwrap())),
+        ];
+        for (id, patch) in cases {
+            if !langs(m).contains(&id.split('/').next().unwrap()) {
+                continue;
+            }
+            let preds = dir.join(format!("preds-{}.jsonl", unique()));
+            std::fs::write(&preds, serde_json::json!({"instance_id": id, "model_name_or_path": "m", "model_patch": patch}).to_string()).unwrap();
+            Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
+            let run = eval(m, &[&polyglot(), "-t", id, "-p", preds.to_str().unwrap()]);
+            let r = run.result(id);
+            assert_ne!(r["verdict"], "resolved", "{m:?} {id}: {r}");
+            let o = Command::new("grep").args(["-rls", &marker]).arg(&run.dir).output().unwrap();
+            assert!(stdout(&o).is_empty(), "{m:?} {id}: a host file reached the results or logs: {}", stdout(&o));
+            let names: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+            assert_eq!(names, vec![std::ffi::OsString::from("lib.rs")], "{m:?} {id}: the host wrote outside the tree");
+        }
+    }
+}

@@ -163,6 +163,31 @@ fn shell_quote(s: &str) -> String {
 /// Makes every file of `tree` that is not one of `solution` what it is in `pristine` (the
 /// exercise as shipped): changed ones copied back, added ones (files, symlinks, directories)
 /// removed, removed ones restored. Returns the paths it put right.
+/// After a prediction is applied, its solution files must be regular files (or gone) and
+/// every directory on their way a real directory: a patch can make them symlinks (`new file
+/// mode 120000`), and the host reads and writes them afterwards (the diff for the logs, the
+/// test files put back), as root perhaps. A symlink there is refused, never followed.
+fn solution_is_plain(tree: &Path, solution: &[String]) -> Result<(), String> {
+    for s in solution {
+        let mut at = PathBuf::new();
+        let parts: Vec<_> = Path::new(s).components().collect();
+        for (i, c) in parts.iter().enumerate() {
+            at.push(c);
+            let last = i + 1 == parts.len();
+            match std::fs::symlink_metadata(tree.join(&at)) {
+                Err(_) => break,
+                Ok(m) if last && m.is_file() => {}
+                Ok(m) if !last && m.is_dir() => {}
+                Ok(m) => {
+                    let what = if m.file_type().is_symlink() { "a symlink" } else if m.is_dir() { "a directory" } else { "not a regular file" };
+                    return Err(format!("{} is {what}", at.display()));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 fn keep_only_solution(tree: &Path, pristine: &Path, solution: &[String]) -> std::io::Result<Vec<String>> {
     use std::collections::BTreeSet;
     fn walk(root: &Path, rel: &Path, out: &mut BTreeSet<PathBuf>) -> std::io::Result<()> {
@@ -309,6 +334,9 @@ pub fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, scratch: &Pa
             // prediction did to it: put back, or removed if the prediction added it. Compared
             // over the whole tree, so no rename or odd diff header gets past it.
             let untrusted = matches!(pred, Prediction::Files(_) | Prediction::Patch(_));
+            if untrusted {
+                solution_is_plain(&tree, solution).map_err(|why| NotRun::PatchFailed(format!("prediction refused: {why}")))?;
+            }
             let ignored = if untrusted { keep_only_solution(&tree, &stub, solution).map_err(|e| err(format!("restoring the exercise: {e}")))? } else { Vec::new() };
             for t in test {
                 std::fs::copy(dir.join(t), tree.join(t)).map_err(|e| err(format!("restoring {t}: {e}")))?;
