@@ -468,6 +468,25 @@ mod tests {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
     }
 
+    /// The host tools a patch goes through (git apply, then GNU patch) write nothing outside
+    /// the tree: not beyond a symlink the same patch makes, not through `..`.
+    #[test]
+    fn patches_write_nothing_outside_the_tree() {
+        let base = std::env::temp_dir().join(format!("psb-patch-{}", std::process::id()));
+        let (tree, out, scratch) = (base.join("tree"), base.join("out"), base.join("scratch"));
+        for d in [&tree, &out, &scratch] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let o = out.display();
+        let through_link = format!("diff --git a/tests b/tests\nnew file mode 120000\n--- /dev/null\n+++ b/tests\n@@ -0,0 +1 @@\n+{o}\n\\ No newline at end of file\ndiff --git a/tests/evil.rs b/tests/evil.rs\nnew file mode 100644\n--- /dev/null\n+++ b/tests/evil.rs\n@@ -0,0 +1 @@\n+evil\n");
+        let up = "--- /dev/null\n+++ b/../out/evil.rs\n@@ -0,0 +1 @@\n+evil\n".to_string();
+        for p in [through_link, up] {
+            let _ = apply_patch(&tree, &p, &scratch);
+            assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "{p}");
+        }
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
     #[test]
     fn a_predicted_cargo_manifest_runs_nothing_at_build_time() {
         let dir = std::env::temp_dir().join(format!("ps-cargo-{}", std::process::id()));
