@@ -383,12 +383,23 @@ fn every_path_argument_may_be_relative() {
         let store = if m == Mode::User && is_root() { USER_STORE.to_string() } else { "/var/lib/polysandbox".to_string() };
         let up = "../".repeat(root.components().count() - 1);
         let rel_store = format!("{up}{}", store.trim_start_matches('/'));
+        // A calibration made and used with relative paths too.
+        let o = m
+            .command()
+            .current_dir(&root)
+            .args(["calibrate", "swe.jsonl", "--runs", "1", "--no-stub", "-o", "calruns", "--calibration", "cal.json", "--repos", "repos", "--config", "cfg.toml", "--root", &rel_store])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        assert!(root.join("cal.json").is_file() && root.join("calruns/calibration.json").is_file(), "{m:?}");
         let mut c = m.command();
         c.current_dir(&root)
-            .args(["eval", "swe.jsonl", "-p", "fix.jsonl", "-o", "out", "--repos", "repos", "--config", "cfg.toml", "--root", &rel_store])
+            .args(["eval", "swe.jsonl", "-p", "fix.jsonl", "-o", "out", "--repos", "repos", "--config", "cfg.toml", "--root", &rel_store, "--calibration", "cal.json"])
             .stdin(Stdio::null());
         let o = c.output().unwrap();
         assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("calibration") && stderr(&o).contains("cal.json"), "{m:?}: the calibration was not used: {}", stderr(&o));
         let run = Run { out: o, dir: root.join("out") };
         for id in ["acme__calc-1", "acme__calc-2"] {
             assert_eq!(run.verdict(id), "resolved", "{m:?} {id}: {}", run.result(id));

@@ -58,6 +58,8 @@ pub struct CalibrateArgs {
     calibration: Option<PathBuf>,
 }
 
+const INTERRUPTED: &str = "interrupted: nothing written (the runs so far are in --output)";
+
 pub fn main(a: CalibrateArgs) -> i32 {
     if a.jobs == 0 {
         return super::error("--jobs must be at least 1");
@@ -92,7 +94,7 @@ pub fn main(a: CalibrateArgs) -> i32 {
         eprintln!("polysandbox: calibrate: {name} ...");
         let (results, interrupted, wall) = eval::run(&o, &quiet)?;
         if interrupted {
-            return Err("interrupted".into());
+            return Err(INTERRUPTED.into());
         }
         let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
         eprintln!("polysandbox: calibrate: {name}: {resolved} of {} resolved, {:.1} s", results.len(), wall.as_secs_f64());
@@ -103,7 +105,7 @@ pub fn main(a: CalibrateArgs) -> i32 {
         let name = format!("gold-{k}");
         let results = match pass(&name, "gold") {
             Ok(r) => r,
-            Err(e) => return super::error(e),
+            Err(e) => return stopped(e),
         };
         for r in results {
             let out = std::fs::read(output.join(&name).join("logs").join(eval::slug(&r.instance_id)).join("test_output.txt")).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
@@ -115,7 +117,7 @@ pub fn main(a: CalibrateArgs) -> i32 {
     } else {
         match pass("stub", "stub") {
             Ok(r) => r.into_iter().map(|r| (r.instance_id.clone(), r)).collect(),
-            Err(e) => return super::error(e),
+            Err(e) => return stopped(e),
         }
     };
     let instances: BTreeMap<String, calibration::Entry> = gold.iter().map(|(id, runs)| (id.clone(), calibration::entry(runs, stub.get(id)))).collect();
@@ -155,5 +157,15 @@ pub fn main(a: CalibrateArgs) -> i32 {
         0
     } else {
         1
+    }
+}
+
+/// An interrupted calibration exits 130, as eval does; any other failure 125.
+fn stopped(e: String) -> i32 {
+    if e == INTERRUPTED {
+        eprintln!("polysandbox: {e}");
+        130
+    } else {
+        super::error(e)
     }
 }
