@@ -500,6 +500,8 @@ fn grade(inst: &Instance, runner: &Runner, check: &Check, cal: Option<&calibrati
         }
         if skipped > 0 {
             Some(format!("{skipped} skipped or xfailed: every test of an exercise must pass"))
+        } else if parsed.tests.is_empty() && parsed.totals.is_none_or(|(p, f)| p + f == 0) && parser != parse::Parser::ExitCode {
+            Some("the runner reported no test of the dataset's (none ran)".to_string())
         } else if passed == 0 && parser != parse::Parser::ExitCode {
             Some("no test passed".to_string())
         } else {
