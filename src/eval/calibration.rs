@@ -86,9 +86,10 @@ pub fn first_error(output: &str) -> Option<String> {
         "No module named",
         "error[E",
         "Cannot find module",
+        // javac: "package io.reactivex does not exist" comes before its "cannot find symbol".
+        "does not exist",
         "cannot find",
         "unresolved import",
-        "does not exist",
         "no matching package",
         "failed to select a version",
         "Could not resolve",
@@ -258,6 +259,8 @@ mod tests {
         let cargo = "error: no matching package named `serde` found\nlocation searched: directory source `/opt/polysandbox/cargo-vendor`\n";
         assert_eq!(cause_in(cargo).unwrap(), "missing crate (not among the image's vendored crates): error: no matching package named `serde` found");
         assert_eq!(first_error("test t0123456789abcdef ... FAILED\nok\n"), None);
+        let javac = "H.java:6: error: cannot find symbol\nH.java:1: error: package io.reactivex does not exist\n";
+        assert_eq!(cause_in(javac).unwrap(), "missing dependency: H.java:1: error: package io.reactivex does not exist");
         assert_eq!(e.stub, Some(Verdict::Resolved));
     }
 
