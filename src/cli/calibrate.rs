@@ -1,11 +1,9 @@
 //! `polysandbox calibrate`: what the dataset's own solutions do here, for eval to use.
 
-use crate::eval::{self, calibration, InstanceResult, Options, Verdict};
-use crate::units;
+use crate::eval::{self, calibration, InstanceResult, Verdict};
 use clap::Args;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::time::Duration;
 
 const AFTER_HELP: &str = "\
 Runs the gold solution --runs times and the stub once for every selected instance, with the
@@ -27,29 +25,8 @@ pub struct CalibrateArgs {
     /// Skip the stub run.
     #[arg(long)]
     no_stub: bool,
-    /// Sandboxes at once.
-    #[arg(short = 'j', long, default_value_t = 2)]
-    jobs: usize,
-    /// Only these languages.
-    #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
-    filter_category: Vec<String>,
-    /// Only these instance ids.
-    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID")]
-    instances: Vec<String>,
-    #[arg(long, value_parser = units::parse_duration)]
-    timeout: Option<Duration>,
-    #[arg(long, value_parser = units::parse_cpus)]
-    cpus: Option<f64>,
-    #[arg(short = 'm', long, value_parser = units::parse_size)]
-    memory: Option<u64>,
-    #[arg(long = "image", value_name = "LANG=REF")]
-    images: Vec<String>,
-    #[arg(long)]
-    config: Option<PathBuf>,
-    #[arg(long)]
-    repos: Option<PathBuf>,
-    #[arg(long)]
-    root: Option<PathBuf>,
+    #[command(flatten)]
+    common: super::eval::Common,
     /// Where the runs' results and calibration.json go.
     #[arg(short = 'o', long, default_value = "polysandbox-calibration")]
     output: PathBuf,
@@ -61,30 +38,15 @@ pub struct CalibrateArgs {
 const INTERRUPTED: &str = "interrupted: nothing written (the runs so far are in --output)";
 
 pub fn main(a: CalibrateArgs) -> i32 {
-    if a.jobs == 0 {
-        return super::error("--jobs must be at least 1");
-    }
-    let binary = match std::env::current_exe() {
-        Ok(b) => b,
-        Err(e) => return super::error(format!("cannot find the polysandbox binary: {e}")),
-    };
-    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
-    let output = abs(a.output);
+    let output = super::eval::abs(a.output);
     if output.join("calibration.json").exists() || output.join("gold-1").exists() {
         return super::error(format!("{} holds an earlier calibration: choose another --output or remove it", output.display()));
     }
-    let mut base = Options::new(abs(a.dataset), "gold", output.clone(), binary);
-    base.jobs = a.jobs;
-    base.languages = a.filter_category;
-    base.ids = a.instances;
-    base.timeout = a.timeout;
-    base.cpus = a.cpus;
-    base.memory = a.memory;
-    base.images = a.images;
-    base.config = a.config.map(abs);
-    base.repos = a.repos.map(abs);
-    base.root = a.root.map(abs);
-    let target = a.calibration.map(abs).unwrap_or_else(|| calibration::default_path(&base.root.clone().unwrap_or_else(crate::image::store::Store::default_root), &base.dataset));
+    let base = match a.common.options(a.dataset, "gold", output.clone()) {
+        Ok(o) => o,
+        Err(e) => return super::error(e),
+    };
+    let target = a.calibration.map(super::eval::abs).unwrap_or_else(|| calibration::default_path(&base.root.clone().unwrap_or_else(crate::image::store::Store::default_root), &base.dataset));
 
     let quiet = |_: &InstanceResult, _: usize, _: usize, _: usize| {};
     let pass = |name: &str, predictions: &str| -> Result<Vec<InstanceResult>, String> {

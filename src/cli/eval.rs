@@ -26,15 +26,45 @@ pub struct EvalArgs {
     /// gold, stub, a directory, or a JSON/JSONL file of predictions.
     #[arg(short = 'p', long, default_value = "gold")]
     predictions: String,
+    #[command(flatten)]
+    common: Common,
+    /// A deterministic sample of N instances.
+    #[arg(short = 'n', long = "sample", value_name = "N")]
+    sample: Option<usize>,
+    /// Where results.jsonl, report.json, junit.xml and logs/ go.
+    #[arg(short = 'o', long, default_value = "polysandbox-eval")]
+    output: PathBuf,
+    /// Continue the run in --output: instances whose prediction and settings are unchanged
+    /// keep their verdicts (infrastructure errors run again).
+    #[arg(long)]
+    resume: bool,
+    /// Retries of an instance that ended in an infrastructure error.
+    #[arg(long, default_value_t = 1)]
+    retries: u32,
+    /// Run shard I of N (from 1), a deterministic split for job arrays.
+    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    shard: Option<(usize, usize)>,
+    /// What goes to stdout at the end.
+    #[arg(long, default_value = "table", value_parser = ["table", "json", "junit"])]
+    format: String,
+    /// A calibration made by `polysandbox calibrate` (default: the dataset's, kept beside the
+    /// store, when there is one).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
+    calibration: Option<PathBuf>,
+    /// Grade without a calibration even if the dataset has one.
+    #[arg(long)]
+    no_calibration: bool,
+}
+
+/// What eval and calibrate both take: which instances, where from, with what images and limits.
+#[derive(Args, Debug)]
+pub struct Common {
     /// Sandboxes at once (also bounded by the host's memory and the limits).
     #[arg(short = 'j', long, default_value_t = 2)]
     jobs: usize,
     /// Only these languages.
     #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
     filter_category: Vec<String>,
-    /// A deterministic sample of N instances.
-    #[arg(short = 'n', long = "sample", value_name = "N")]
-    sample: Option<usize>,
     /// Only these instance ids.
     #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID")]
     instances: Vec<String>,
@@ -53,35 +83,40 @@ pub struct EvalArgs {
     /// A TOML file overriding catalogue fields, one table per language.
     #[arg(long)]
     config: Option<PathBuf>,
-    /// Where results.jsonl, report.json, junit.xml and logs/ go.
-    #[arg(short = 'o', long, default_value = "polysandbox-eval")]
-    output: PathBuf,
-    /// Continue the run in --output: instances whose prediction and settings are unchanged
-    /// keep their verdicts (infrastructure errors run again).
-    #[arg(long)]
-    resume: bool,
-    /// Retries of an instance that ended in an infrastructure error.
-    #[arg(long, default_value_t = 1)]
-    retries: u32,
-    /// Run shard I of N (from 1), a deterministic split for job arrays.
-    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
-    shard: Option<(usize, usize)>,
-    /// What goes to stdout at the end.
-    #[arg(long, default_value = "table", value_parser = ["table", "json", "junit"])]
-    format: String,
     /// A directory of git mirrors, for repository instances (SWE-bench style).
     #[arg(long)]
     repos: Option<PathBuf>,
     /// Image store directory.
     #[arg(long)]
     root: Option<PathBuf>,
-    /// A calibration made by `polysandbox calibrate` (default: the dataset's, kept beside the
-    /// store, when there is one).
-    #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
-    calibration: Option<PathBuf>,
-    /// Grade without a calibration even if the dataset has one.
-    #[arg(long)]
-    no_calibration: bool,
+}
+
+/// A path made absolute, once: the runs read and write them from other working directories
+/// (a relative -o once sent every patch to a path read from elsewhere).
+pub fn abs(p: PathBuf) -> PathBuf {
+    std::path::absolute(&p).unwrap_or(p)
+}
+
+impl Common {
+    /// The options for `dataset` with these set; the binary that runs each sandbox.
+    pub fn options(self, dataset: PathBuf, predictions: &str, output: PathBuf) -> Result<Options, String> {
+        if self.jobs == 0 {
+            return Err("--jobs must be at least 1".into());
+        }
+        let binary = std::env::current_exe().map_err(|e| format!("cannot find the polysandbox binary: {e}"))?;
+        let mut o = Options::new(abs(dataset), predictions, abs(output), binary);
+        o.jobs = self.jobs;
+        o.languages = self.filter_category;
+        o.ids = self.instances;
+        o.timeout = self.timeout;
+        o.cpus = self.cpus;
+        o.memory = self.memory;
+        o.images = self.images;
+        o.config = self.config.map(abs);
+        o.repos = self.repos.map(abs);
+        o.root = self.root.map(abs);
+        Ok(o)
+    }
 }
 
 /// The calibration eval uses: the one named, else the dataset's default one if it exists.
@@ -117,47 +152,23 @@ fn parse_shard(s: &str) -> Result<(usize, usize), String> {
 }
 
 pub fn main(a: EvalArgs) -> i32 {
-    if a.jobs == 0 {
-        return super::error("--jobs must be at least 1");
-    }
-    let binary = match std::env::current_exe() {
-        Ok(b) => b,
-        Err(e) => return super::error(format!("cannot find the polysandbox binary: {e}")),
-    };
-    // Every path made absolute here, once: the runs read and write them from other working
-    // directories (a relative -o once sent every patch to a path read from elsewhere).
-    let abs = |p: PathBuf| std::path::absolute(&p).unwrap_or(p);
     let predictions = match a.predictions.as_str() {
         "gold" | "stub" => a.predictions.clone(),
         p => abs(PathBuf::from(p)).to_string_lossy().into_owned(),
     };
-    let o = Options {
-        dataset: abs(a.dataset),
-        predictions,
-        jobs: a.jobs,
-        languages: a.filter_category,
-        sample: a.sample,
-        ids: a.instances,
-        timeout: a.timeout,
-        cpus: a.cpus,
-        memory: a.memory,
-        images: a.images,
-        config: a.config.map(abs),
-        output: abs(a.output),
-        resume: a.resume,
-        retries: a.retries,
-        shard: a.shard,
-        format: match a.format.as_str() {
-            "json" => Format::Json,
-            "junit" => Format::Junit,
-            _ => Format::Table,
-        },
-        repos: a.repos.map(abs),
-        root: a.root.map(abs),
-        binary,
-        calibration: None,
+    let mut o = match a.common.options(a.dataset, &predictions, a.output) {
+        Ok(o) => o,
+        Err(e) => return super::error(e),
     };
-    let mut o = o;
+    o.sample = a.sample;
+    o.resume = a.resume;
+    o.retries = a.retries;
+    o.shard = a.shard;
+    o.format = match a.format.as_str() {
+        "json" => Format::Json,
+        "junit" => Format::Junit,
+        _ => Format::Table,
+    };
     o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
         Ok(c) => c,
         Err(e) => return super::error(e),

@@ -720,19 +720,17 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             None => runner.timeout.clone(),
         };
         let cpus = o.cpus.unwrap_or(runner.cpus);
-        // A calibration holds for the image it was made with: that name, that build.
+        // A calibration holds for the image it was made with: that name, that build. (An
+        // image not in the store yet, which the probe below pulls, cannot be compared: the
+        // calibration for its name is used.)
         let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image).cloned();
+        let digest = digests.entry(image.clone()).or_insert_with(|| image_digest(o, &image)).clone();
         let cal = match cal {
-            Some(e) if e.image_digest.is_some() => {
-                let now = digests.entry(image.clone()).or_insert_with(|| image_digest(o, &image)).clone();
-                if now.is_some() && now != e.image_digest {
-                    if stale.insert(image.clone()) {
-                        eprintln!("polysandbox: note: the calibration is for another build of {image}: not used for its instances (calibrate again)");
-                    }
-                    None
-                } else {
-                    Some(e)
+            Some(e) if digest.is_some() && e.image_digest.is_some() && digest != e.image_digest => {
+                if stale.insert(image.clone()) {
+                    eprintln!("polysandbox: note: the calibration is for another build of {image}: not used for its instances (calibrate again)");
                 }
+                None
             }
             other => other,
         };
@@ -752,7 +750,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             fresh.push(r);
             continue;
         }
-        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: None });
+        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: digest });
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
@@ -767,9 +765,9 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
         }
     }
 
-    // Each image's digest, once it is there (the probe pulled a missing one).
-    for j in &mut jobs {
-        j.image_digest = digests.entry(j.image.clone()).or_insert_with(|| image_digest(o, &j.image)).clone();
+    // The digest of an image the probe has just pulled.
+    for j in jobs.iter_mut().filter(|j| j.image_digest.is_none()) {
+        j.image_digest = image_digest(o, &j.image);
     }
     let mut results = std::fs::OpenOptions::new().create(true).append(true).open(&results_path).map_err(|e| format!("{}: {e}", results_path.display()))?;
     // A line cut short by a crash (SIGKILL mid-write) is closed first, so that the next result
