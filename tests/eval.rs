@@ -681,6 +681,11 @@ fn calibration_turns_environment_failures_into_errors_and_pins_the_tests() {
         assert_eq!(code(&r.out), 125, "{m:?}: {}", stderr(&r.out));
         assert_eq!(stderr(&r.out).lines().count(), 1, "{}", stderr(&r.out));
         assert!(!dir.exists());
+        // calibrate on a dataset that is not there: the same.
+        let o = m.command().args(["calibrate", "/nonexistent/dataset", "-o"]).arg(&dir).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+        assert!(!dir.exists(), "{m:?}: calibrate left {}", dir.display());
     }
 }
 
@@ -690,8 +695,10 @@ fn calibration_turns_environment_failures_into_errors_and_pins_the_tests() {
 /// library no registry here has (RxJava) comes out of calibration as an error naming it.
 #[test]
 fn the_images_carry_the_whole_benchmarks_dependencies() {
+    // The rust and java images are in root's store only: the unprivileged run is a counted skip.
+    skip("the_images_carry_the_whole_benchmarks_dependencies", "User: the rust and java images are in root's store only");
     if !is_root() {
-        return skip("the_images_carry_the_whole_benchmarks_dependencies", "the rust and java images are in root's store only");
+        return;
     }
     let deps = data().join("deps").display().to_string();
     let dir = Mode::Root.owned_dir("deps-cal");
@@ -720,8 +727,9 @@ fn multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration() {
     if !shared.join("instances.jsonl").exists() {
         return skip("multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration", "no ../shared/multi-swe-bench");
     }
+    skip("multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration", "User: the rust and javascript images are in root's store only");
     if !is_root() {
-        return skip("multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration", "the rust and javascript images are in root's store only");
+        return;
     }
     let m = Mode::Root;
     let dir = m.owned_dir("msb");

@@ -53,7 +53,6 @@ pub fn main(a: CalibrateArgs) -> i32 {
         let mut o = base.clone();
         o.predictions = predictions.into();
         o.output = output.join(name);
-        eprintln!("polysandbox: calibrate: {name} ...");
         let (results, interrupted, wall) = eval::run(&o, &quiet)?;
         if interrupted {
             return Err(INTERRUPTED.into());
