@@ -5,11 +5,14 @@
 #   rootfs/build.sh --verify LANG...                    (rebuild from scratch: byte-identical?)
 #   rootfs/build.sh --arch arm64 LANG...                (another architecture's image, built
 #                                                        through qemu-user; not imported here)
+#   rootfs/build.sh swebench RECORDS.jsonl --repos DIR  (SWE-bench replica images, under the
+#                                                        records' official names: rootfs/swebench.py)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package), an optional executable rootfs/LANG.customize (run on the
 # host after it, with the new root as its argument: e.g. to make a generated file
-# reproducible), optional rootfs/LANG.suites (more suites) with rootfs/LANG.preferences (apt
+# reproducible), optional rootfs/LANG.release (the Debian release, bookworm unless it names
+# another, e.g. bullseye for its Python 3.9), optional rootfs/LANG.suites (more suites) with rootfs/LANG.preferences (apt
 # pins saying which packages come from them), and any other rootfs/LANG.NAME
 # file, handed to the setup script as /tmp/recipe/NAME (npm's
 # package-lock.json, a Cargo.lock: the setup installs exactly what they pin).
@@ -29,6 +32,10 @@ MIRROR=${POLYSANDBOX_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 RECIPE_FORMAT=1
 BIN=${POLYSANDBOX_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release/polysandbox}
 [ -x "$BIN" ] || cargo build --release --quiet
+if [ "${1:-}" = swebench ]; then
+  shift
+  exec python3 rootfs/swebench.py --bin "$BIN" "$@"
+fi
 push=""
 relock=""
 verify=""
@@ -113,7 +120,9 @@ mmdebstrap_into() {
     hooks+=(--customize-hook="'$PWD/$customize' \"\$1\"")
   fi
   # Suites: bookworm, plus any a recipe names in rootfs/LANG.suites (e.g. bookworm-backports).
-  sources=("deb $MIRROR bookworm main")
+  release=bookworm
+  [ -f "rootfs/$lang.release" ] && release=$(tr -d ' \n' < "rootfs/$lang.release")
+  sources=("deb $MIRROR $release main")
   if [ -f "rootfs/$lang.suites" ]; then
     while read -r suite; do
       case "$suite" in ''|'#'*) ;; *) sources+=("deb $MIRROR $suite main") ;; esac
@@ -122,7 +131,7 @@ mmdebstrap_into() {
   echo "build: $lang${suffix} ($include)"
   mmdebstrap --quiet --mode=unshare --variant=apt --architectures="$arch" --include="$include" "${hooks[@]}" \
     --customize-hook='rm -rf "$1"/var/cache/apt/* "$1"/var/lib/apt/lists/* "$1"/tmp/recipe' \
-    bookworm "$1" "${sources[@]}"
+    "$release" "$1" "${sources[@]}"
 }
 
 case "$arch" in amd64|arm64) ;; *) echo "rootfs/build.sh: --arch $arch: amd64 or arm64" >&2; exit 2 ;; esac
@@ -143,12 +152,14 @@ for lang in "${langs[@]}"; do
   # Files handed to the setup script (everything of the recipe but these five kinds).
   extra=()
   for f in rootfs/"$lang".*; do
-    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|preferences|lock|amd64.lock|arm64.lock) ;; *) extra+=("$f") ;; esac
+    case "${f#rootfs/$lang.}" in packages|setup|customize|suites|preferences|release|lock|amd64.lock|arm64.lock) ;; *) extra+=("$f") ;; esac
   done
   # The lock is not part of the key: it describes the output, and is checked against it.
-  hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites" "rootfs/$lang.preferences"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
+  hash=$( (echo "$RECIPE_FORMAT$suffix"; cat "$pkgs" $(for f in "$setup" "$customize" "rootfs/$lang.suites" "rootfs/$lang.preferences" "rootfs/$lang.release"; do [ -f "$f" ] && echo "$f"; done) "${extra[@]}") | sha256sum | cut -c1-16)
   tarball=.cache/images/$lang$suffix-$hash.tar
-  ref=localhost/polysandbox/$lang:bookworm
+  tag=bookworm
+  [ -f "rootfs/$lang.release" ] && tag=$(tr -d ' \n' < "rootfs/$lang.release")
+  ref=localhost/polysandbox/$lang:$tag
   if [ ! -f "$tarball" ]; then
     start=$(date +%s)
     mmdebstrap_into "${tarball%.tar}.partial.tar"
@@ -196,8 +207,8 @@ for lang in "${langs[@]}"; do
     if [ -n "${POLYSANDBOX_ROOT:-}" ]; then store=$POLYSANDBOX_ROOT
     elif [ "$(id -u)" = 0 ]; then store=/var/lib/polysandbox
     else store=${XDG_DATA_HOME:-$HOME/.local/share}/polysandbox; fi
-    skopeo copy --quiet --dest-tls-verify=false "oci:$store/oci:$ref" "docker://$push/polysandbox/$lang:bookworm"
-    echo "pushed $push/polysandbox/$lang:bookworm"
+    skopeo copy --quiet --dest-tls-verify=false "oci:$store/oci:$ref" "docker://$push/polysandbox/$lang:$tag"
+    echo "pushed $push/polysandbox/$lang:$tag"
   fi
   echo "$ref $tarball"
 done

@@ -11,8 +11,11 @@ use std::time::Duration;
 const AFTER_HELP: &str = "\
 DATASET: a directory in the Aider polyglot layout (<lang>/exercises/practice/<name>/),
   or a JSON/JSONL file of SWE-bench, Multi-SWE-bench or CoderEval-style records.
+  SWE-bench records (JSON, JSONL or Parquet, as published) run as its harness runs them:
+  in their instance image, with their eval script and log parser (see README: SWE-bench).
 PREDICTIONS: gold, stub, a directory of edited solution files, or a JSON/JSONL file of
-  {instance_id, model_patch} (SWE-bench) or {task_id, generation} (CoderEval) records.
+  {instance_id, model_name_or_path, model_patch} (SWE-bench) or {task_id, generation}
+  (CoderEval) records.
 Verdicts: resolved, unresolved, empty_patch, patch_failed, timeout, oom, error
   (error = infrastructure: kept out of accuracy_score and retried).
 Exit status: 0 every instance got a verdict other than error; 1 some ended in error;
@@ -60,13 +63,13 @@ pub struct EvalArgs {
 #[derive(Args, Debug)]
 pub struct Common {
     /// Sandboxes at once (also bounded by the host's memory and the limits).
-    #[arg(short = 'j', long, default_value_t = 2)]
+    #[arg(short = 'j', long, default_value_t = 2, visible_alias = "max-workers", alias = "max_workers")]
     jobs: usize,
     /// Only these languages.
     #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
     filter_category: Vec<String>,
     /// Only these instance ids.
-    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID")]
+    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID", visible_alias = "instance-ids", alias = "instance_ids")]
     instances: Vec<String>,
     /// Wall-clock limit per instance (default: the catalogue's per language).
     #[arg(long, value_parser = units::parse_duration)]
@@ -89,6 +92,21 @@ pub struct Common {
     /// Image store directory.
     #[arg(long)]
     root: Option<PathBuf>,
+    /// SWE-bench: the registry namespace of the instance images (`none`: the names a local
+    /// build gives, sweb.eval.<arch>.<id>); with it, images are named as the harness names them
+    /// rather than by the records' `image` column.
+    #[arg(long)]
+    namespace: Option<String>,
+    /// SWE-bench: the instance images' tag.
+    #[arg(long, alias = "instance_image_tag", value_name = "TAG")]
+    instance_image_tag: Option<String>,
+    /// SWE-bench: the run's name, in logs/run_evaluation/<RUN_ID>/ and <model>.<RUN_ID>.json.
+    #[arg(long, alias = "run_id", default_value = "polysandbox")]
+    run_id: String,
+    /// The sandboxes' network: none (only loopback), or the host's (the SWE-bench harness's
+    /// containers have one; code under test could then fetch anything).
+    #[arg(long, default_value = "none", value_parser = ["none", "host"])]
+    network: String,
 }
 
 /// A path made absolute, once: the runs read and write them from other working directories
@@ -115,6 +133,13 @@ impl Common {
         o.config = self.config.map(abs);
         o.repos = self.repos.map(abs);
         o.root = self.root.map(abs);
+        o.namespace = self.namespace;
+        o.instance_image_tag = self.instance_image_tag;
+        if self.run_id.is_empty() || self.run_id.contains('/') || self.run_id.starts_with('.') {
+            return Err(format!("--run-id {:?}: a name, not a path", self.run_id));
+        }
+        o.run_id = self.run_id;
+        o.network_host = self.network == "host";
         Ok(o)
     }
 }

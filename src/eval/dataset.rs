@@ -19,6 +19,9 @@ pub enum Kind {
         fail_to_pass: Vec<String>,
         pass_to_pass: Vec<String>,
         test_cmd: Option<String>,
+        /// A SWE-bench record (its repository in the harness's table, or an eval_script of its
+        /// own): run as the harness runs it, in its own image (see swebench.rs).
+        swebench: Option<super::swebench::Record>,
     },
     /// Solution code and test code, joined into one file and run.
     Snippet { gold: String, stub: String, test: String },
@@ -157,6 +160,23 @@ fn language_of_tests(test_patch: &str) -> Option<&'static str> {
     counts.into_iter().max_by_key(|(_, n)| *n).map(|(l, _)| l)
 }
 
+/// A SWE-bench record's own columns: one whose repository the harness's table knows, or that
+/// brings its eval script (the newer columns, e.g. SWE-bench Multilingual). Multi-SWE-bench's
+/// records are not (they carry no version and no eval script).
+fn swebench_record(v: &Value, multi: bool, repo: &str) -> Option<super::swebench::Record> {
+    let version = string(v, &["version"])?;
+    let eval_script = string(v, &["eval_script"]).filter(|s| !s.trim().is_empty());
+    if multi || (eval_script.is_none() && !super::swebench::knows(repo)) {
+        return None;
+    }
+    Some(super::swebench::Record {
+        version,
+        eval_script,
+        log_parser: string(v, &["log_parser"]).filter(|s| !s.is_empty()),
+        eval_type: string(v, &["eval_type"]).filter(|s| !s.is_empty()),
+    })
+}
+
 fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
     let at = || format!("{} record {}", path.display(), n + 1);
     let language = string(v, &["language", "lang"]).map(|l| l.to_lowercase());
@@ -176,6 +196,7 @@ fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
         let base_commit = string(v, &["base_commit"])
             .or_else(|| v["base"]["sha"].as_str().map(String::from))
             .ok_or_else(|| format!("{id}: no base_commit"))?;
+        let swebench = swebench_record(v, multi, &repo);
         return Ok(Instance {
             id: id.clone(),
             language: language.or_else(|| language_of_tests(&string(v, &["test_patch"]).unwrap_or_default()).map(String::from)).unwrap_or_else(|| "python".into()),
@@ -188,6 +209,7 @@ fn record(v: &Value, path: &Path, n: usize) -> Result<Instance, String> {
                 fail_to_pass: test_list(v.get("FAIL_TO_PASS").or(v.get("f2p_tests")).unwrap_or(&Value::Null)).map_err(|e| format!("{id}: {e}"))?,
                 pass_to_pass: test_list(v.get("PASS_TO_PASS").or(v.get("p2p_tests")).unwrap_or(&Value::Null)).map_err(|e| format!("{id}: {e}"))?,
                 test_cmd: string(v, &["test_cmd", "test_command"]),
+                swebench,
             },
         });
     }
@@ -285,7 +307,8 @@ pub enum Predictions {
     Gold,
     Stub,
     Dir(PathBuf),
-    Records(BTreeMap<String, Prediction>),
+    /// The predictions by instance, and the model each names (`model_name_or_path`).
+    Records(BTreeMap<String, Prediction>, BTreeMap<String, String>),
 }
 
 /// `gold`, `stub`, a directory of edited files, or a JSON/JSONL file of records.
@@ -301,6 +324,7 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
     }
     let known: std::collections::HashSet<String> = instances.iter().map(|i| i.id.clone()).collect();
     let mut map = BTreeMap::new();
+    let mut models = BTreeMap::new();
     for (n, v) in read_records(path).map_err(|e| format!("predictions: {e}"))?.iter().enumerate() {
         let id = string(v, &["instance_id", "task_id", "_id", "id"]).ok_or_else(|| format!("predictions {spec} record {}: no instance_id", n + 1))?;
         let pred = if let Some(p) = string(v, &["model_patch", "fix_patch", "patch"]) {
@@ -312,9 +336,13 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
         } else {
             return Err(format!("predictions {spec}: {id}: no model_patch, generation or code"));
         };
-        map.insert(canonical_id(&id, &known), pred);
+        let id = canonical_id(&id, &known);
+        if let Some(m) = string(v, &["model_name_or_path", "model"]) {
+            models.insert(id.clone(), m);
+        }
+        map.insert(id, pred);
     }
-    Ok(Predictions::Records(map))
+    Ok(Predictions::Records(map, models))
 }
 
 /// The most one predicted file may hold.
@@ -366,11 +394,30 @@ fn read_prediction_dir(d: &Path, language: &str, name: &str, id: &str, solution:
 }
 
 impl Predictions {
+    /// The model an instance's prediction names, as the SWE-bench harness names it in its log
+    /// directories and report (`gold` for the reference patches).
+    pub fn model_of(&self, id: &str) -> String {
+        match self {
+            Predictions::Gold => "gold".into(),
+            Predictions::Stub => "stub".into(),
+            Predictions::Dir(_) => "predictions".into(),
+            Predictions::Records(_, models) => models.get(id).cloned().unwrap_or_else(|| "unknown".into()),
+        }
+    }
+
+    /// How many predictions were submitted (the harness's `submitted_instances`).
+    pub fn submitted(&self) -> Option<usize> {
+        match self {
+            Predictions::Records(m, _) => Some(m.len()),
+            _ => None,
+        }
+    }
+
     pub fn for_instance(&self, inst: &Instance) -> Result<Prediction, String> {
         Ok(match self {
             Predictions::Gold => Prediction::Gold,
             Predictions::Stub => Prediction::Stub,
-            Predictions::Records(m) => m.get(&inst.id).cloned().unwrap_or(Prediction::Missing),
+            Predictions::Records(m, _) => m.get(&inst.id).cloned().unwrap_or(Prediction::Missing),
             Predictions::Dir(d) => {
                 let Kind::Exercise { name, solution, .. } = &inst.kind else {
                     return Err(format!("{}: a predictions directory holds exercise files; use a JSONL of model_patch for this dataset", inst.id));

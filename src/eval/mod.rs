@@ -11,6 +11,7 @@ pub mod dataset;
 pub mod parse;
 pub mod prepare;
 pub mod report;
+pub mod swebench;
 
 use catalogue::Runner;
 use dataset::{Instance, Kind, Prediction};
@@ -57,6 +58,15 @@ pub struct Options {
     pub binary: PathBuf,
     /// What gold does here, per instance (see calibration.rs).
     pub calibration: Option<calibration::Calibration>,
+    /// SWE-bench: the registry namespace of the instance images (`none`: locally built
+    /// names), and their tag; given, they name every instance's image, over the record's.
+    pub namespace: Option<String>,
+    pub instance_image_tag: Option<String>,
+    /// SWE-bench: the run's name in its log directories and report file.
+    pub run_id: String,
+    /// The host's network in each sandbox (the SWE-bench harness's containers have one);
+    /// default none.
+    pub network_host: bool,
 }
 
 impl Options {
@@ -83,6 +93,10 @@ impl Options {
             root: None,
             binary,
             calibration: None,
+            namespace: None,
+            instance_image_tag: None,
+            run_id: "polysandbox".into(),
+            network_host: false,
         }
     }
 }
@@ -179,7 +193,7 @@ pub struct InstanceResult {
 }
 
 impl InstanceResult {
-    fn bare(inst: &Instance, image: &str, key: &str, verdict: Verdict, reason: Option<String>) -> InstanceResult {
+    pub(crate) fn bare(inst: &Instance, image: &str, key: &str, verdict: Verdict, reason: Option<String>) -> InstanceResult {
         InstanceResult {
             instance_id: inst.id.clone(),
             language: inst.language.clone(),
@@ -215,7 +229,7 @@ pub fn slug(id: &str) -> String {
     }
 }
 
-struct Job {
+pub(crate) struct Job {
     inst: Instance,
     pred: Prediction,
     runner: Runner,
@@ -226,6 +240,8 @@ struct Job {
     cpus: f64,
     cal: Option<calibration::Entry>,
     image_digest: Option<String>,
+    /// The model the prediction names (SWE-bench's log directories).
+    model: String,
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
@@ -288,7 +304,7 @@ fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
     Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
 }
 
-fn polysandbox(o: &Options) -> Command {
+pub(crate) fn polysandbox(o: &Options) -> Command {
     let mut c = Command::new(&o.binary);
     c.arg("run").arg("-q");
     // If eval dies (even by SIGKILL), each sandbox's supervisor is killed, and its init and
@@ -598,6 +614,9 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         .arg("-v")
         .arg(format!("{}:{REPORT}", report_dir.display()))
         .args(["-w", &prepared.mount]);
+    if o.network_host {
+        cmd.args(["--network", "host"]);
+    }
     // `{memory}` in an environment value is the memory limit in bytes (e.g. the JVM's MaxRAM:
     // it cannot see a v1 cgroup's limit from inside the sandbox).
     for e in &job.runner.env {
@@ -648,7 +667,7 @@ fn drop_special_files(dir: &Path) {
 /// As root, the sandbox's root is an unprivileged host id and read-write binds are not
 /// idmapped (nothing the sandbox writes may be owned by host root, see `sandbox::idmap`): the
 /// trees it must write become that id's. Symlinks are changed themselves, never followed.
-fn hand_to_sandbox(trees: &[&Path]) -> Result<(), String> {
+pub(crate) fn hand_to_sandbox(trees: &[&Path]) -> Result<(), String> {
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(());
@@ -690,6 +709,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     }
     let preds = dataset::load_predictions(&o.predictions, &all)?;
     let selected = select(all, o)?;
+    let harness_ids: Vec<String> = selected.iter().filter(|i| swebench::of(i).is_some()).map(|i| i.id.clone()).collect();
     std::fs::create_dir_all(o.output.join("logs")).map_err(|e| format!("--output {}: {e}", o.output.display()))?;
     let results_path = o.output.join("results.jsonl");
     let earlier = read_results(&results_path)?;
@@ -710,13 +730,18 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             done.push(InstanceResult::bare(&inst, "", "", Verdict::Error, Some(format!("no runner for language {:?} in the catalogue", inst.language))));
             continue;
         };
-        let image = inst.image.clone().unwrap_or_else(|| runner.image.clone());
+        let harness = swebench::of(&inst).is_some();
+        let image = if harness { swebench::image_for(&inst, o) } else { inst.image.clone().unwrap_or_else(|| runner.image.clone()) };
+        // A SWE-bench instance runs in its own image with its own script: of the catalogue's
+        // runner only the limits count, and the probe is the image's /testbed.
+        let runner = if harness { swebench::runner(runner) } else { runner };
         let memory = match o.memory {
             Some(m) => m,
             None => crate::units::parse_size(&runner.memory).map_err(|e| format!("catalogue {}: memory: {e}", runner.language))?,
         };
         let timeout = match o.timeout {
             Some(t) => format!("{}ms", t.as_millis()),
+            None if harness => format!("{}s", swebench::DEFAULT_TIMEOUT_S),
             None => runner.timeout.clone(),
         };
         let cpus = o.cpus.unwrap_or(runner.cpus);
@@ -735,6 +760,8 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             other => other,
         };
         let key = key_of(&pred, &runner, &image, &timeout, memory, cpus, &inst, cal.as_ref());
+        // The network is a setting too: a verdict reached with it is not one reached without.
+        let key = if o.network_host { format!("{key}-network") } else { key };
         if let Some(prev) = earlier.get(&inst.id) {
             if prev.key == key && prev.verdict != Verdict::Error {
                 done.push(prev.clone());
@@ -750,7 +777,8 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
             fresh.push(r);
             continue;
         }
-        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: digest });
+        let model = preds.model_of(&inst.id);
+        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: digest, model });
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
@@ -842,7 +870,7 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
                 let mut attempts = 0;
                 let r = loop {
                     attempts += 1;
-                    let mut r = run_instance(o, &job, &scratch, &logs, children);
+                    let mut r = if swebench::of(&job.inst).is_some() { swebench::run_instance(o, &job, &scratch, &logs, children) } else { run_instance(o, &job, &scratch, &logs, children) };
                     r.attempts = attempts;
                     if r.verdict != Verdict::Error || r.deterministic || attempts > o.retries || INTERRUPTED.load(Ordering::SeqCst) {
                         break r;
@@ -884,6 +912,9 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     let write = |name: &str, text: String| std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()));
     write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
     write("junit.xml", report::junit(&done))?;
+    if !harness_ids.is_empty() {
+        swebench::write_run_report(o, &preds, &harness_ids, &done)?;
+    }
     Ok((done, interrupted, wall))
 }
 

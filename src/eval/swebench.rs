@@ -1,0 +1,928 @@
+//! SWE-bench as its harness runs it: the instance's own image, its eval script, its log parser,
+//! and the harness's grading and report files.
+//!
+//! What the harness does, and where it is done here:
+//! - the image: the record's `image`, or `swebench/sweb.eval.<arch>.<id, "__" as "_1776_">:<tag>`
+//!   ([`image_name`]);
+//! - the eval script: the record's `eval_script`, or made from the harness's per-repository table
+//!   (`images/swebench.json`, SWE-bench v4.1.0's `MAP_REPO_VERSION_TO_SPECS_PY`) as its
+//!   `make_eval_script_list_py` does ([`eval_script`]);
+//! - the patch, applied inside the sandbox by the image's own tools, in the harness's three
+//!   attempts ([`driver`]);
+//! - the log: only what lies between the start and end markers is parsed, by the record's
+//!   `log_parser` or the repository's ([`Parser`], [`logs_eval`]);
+//! - grading: a test passes when its status is PASSED or XFAIL, a test missing from the log
+//!   fails, resolved when every FAIL_TO_PASS and PASS_TO_PASS passes (`eval_type`
+//!   `fail_only`: only a FAILED test fails) ([`grade`]).
+
+use regex::Regex;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+pub const START: &str = ">>>>> Start Test Output";
+pub const END: &str = ">>>>> End Test Output";
+pub const APPLY_PATCH_FAIL: &str = ">>>>> Patch Apply Failed";
+pub const APPLY_PATCH_PASS: &str = ">>>>> Applied Patch";
+const BAD_CODES: [&str; 4] = [APPLY_PATCH_FAIL, ">>>>> Reset Failed", ">>>>> Tests Errored", ">>>>> Tests Timed Out"];
+/// The line the driver prints between applying the patch and running the eval script: what
+/// comes before it is the harness's run_instance.log, after it its test_output.txt.
+pub const EVAL_SEPARATOR: &str = ">>>>> polysandbox: eval script";
+/// The driver's exit status when no attempt applied the patch (no code of the prediction's
+/// has run then).
+pub const PATCH_FAILED_EXIT: i32 = 97;
+/// The harness's default per-instance timeout.
+pub const DEFAULT_TIMEOUT_S: u64 = 1800;
+const HEREDOC: &str = "EOF_114329324912";
+const NON_TEST_EXTS: [&str; 11] = [".json", ".png", "csv", ".txt", ".md", ".jpg", ".jpeg", ".pkl", ".yml", ".yaml", ".toml"];
+
+/// The harness's per-repository table, embedded.
+static TABLE: LazyLock<Value> = LazyLock::new(|| serde_json::from_str(include_str!("../../images/swebench.json")).expect("images/swebench.json"));
+
+/// What a SWE-bench record carries besides a repository instance's common fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub version: String,
+    /// The record's own eval script (the newer column), else made from the table.
+    pub eval_script: Option<String>,
+    /// The record's own parser name (`parse_log_pytest`, ...), else the repository's.
+    pub log_parser: Option<String>,
+    /// `pass_and_fail` (the default) or `fail_only`.
+    pub eval_type: Option<String>,
+}
+
+/// The table's spec for a repository at a version.
+pub fn spec(repo: &str, version: &str) -> Option<&'static Value> {
+    TABLE["specs"].get(repo)?.get(version)
+}
+
+/// Whether the harness's table knows this repository.
+pub fn knows(repo: &str) -> bool {
+    TABLE["specs"].get(repo).is_some()
+}
+
+/// The architecture in the official images' names.
+pub fn host_arch() -> &'static str {
+    if cfg!(target_arch = "aarch64") {
+        "arm64"
+    } else {
+        "x86_64"
+    }
+}
+
+/// The harness's instance image name: `<namespace>/sweb.eval.<arch>.<id>:<tag>`, with `__`
+/// written `_1776_` under a namespace (Docker Hub forbids `__`); without one, the name a local
+/// build gives.
+pub fn image_name(instance_id: &str, namespace: Option<&str>, tag: &str, arch: &str) -> String {
+    let key = format!("sweb.eval.{arch}.{}:{tag}", instance_id.to_lowercase());
+    match namespace {
+        Some(ns) if !ns.is_empty() && ns != "none" => format!("{ns}/{key}").replace("__", "_1776_"),
+        _ => key,
+    }
+}
+
+/// Files a patch touches, as the harness's eval script names them (`diff --git a/X b/Y`: X).
+pub fn modified_files(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            if let Some(i) = rest.find(" b/") {
+                let f = rest[..i].to_string();
+                if !out.contains(&f) {
+                    out.push(f);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The harness's `get_test_directives`: the test patch's files, less data files; Django's as
+/// dotted module names.
+pub fn test_directives(repo: &str, test_patch: &str) -> Vec<String> {
+    if repo == "swe-bench/humaneval" {
+        return vec!["test.py".into()];
+    }
+    let re = Regex::new(r"diff --git a/.* b/(.*)").unwrap();
+    let mut d: Vec<String> = re.captures_iter(test_patch).map(|c| c[1].to_string()).filter(|d| !NON_TEST_EXTS.iter().any(|e| d.ends_with(e))).collect();
+    if repo == "django/django" {
+        d = d
+            .into_iter()
+            .map(|x| {
+                let x = x.strip_suffix(".py").unwrap_or(&x);
+                let x = x.strip_prefix("tests/").unwrap_or(x);
+                x.replace('/', ".")
+            })
+            .collect();
+    }
+    d
+}
+
+/// The eval script the harness makes for an instance (`make_eval_script_list_py`, joined as
+/// `TestSpec.eval_script` joins it).
+pub fn eval_script(repo: &str, version: &str, base_commit: &str, test_patch: &str) -> Result<String, String> {
+    let spec = spec(repo, version).ok_or_else(|| format!("{repo} {version}: not in the harness's table (images/swebench.json); a record with an eval_script column needs none"))?;
+    let strs = |k: &str| -> Vec<String> { spec[k].as_array().into_iter().flatten().filter_map(|x| x.as_str().map(String::from)).collect() };
+    let test_cmd = match &spec["test_cmd"] {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.last().and_then(|x| x.as_str()).unwrap_or_default().to_string(),
+        _ => return Err(format!("{repo} {version}: the table has no test_cmd")),
+    };
+    let files = modified_files(test_patch).join(" ");
+    let reset = format!("git checkout {base_commit} {files}");
+    let mut l: Vec<String> = vec!["source /opt/miniconda3/bin/activate".into(), "conda activate testbed".into(), "cd /testbed".into()];
+    l.extend(strs("eval_commands"));
+    l.extend([
+        "git config --global --add safe.directory /testbed".into(),
+        "cd /testbed".into(),
+        "git status".into(),
+        "git show".into(),
+        format!("git -c core.fileMode=false diff {base_commit}"),
+        "source /opt/miniconda3/bin/activate".into(),
+        "conda activate testbed".into(),
+    ]);
+    if let Some(i) = spec["install"].as_str() {
+        l.push(i.to_string());
+    }
+    let mut cmd = vec![test_cmd];
+    cmd.extend(test_directives(repo, test_patch));
+    l.extend([reset.clone(), format!("git apply -v - <<'{HEREDOC}'\n{test_patch}\n{HEREDOC}"), format!(": '{START}'"), cmd.join(" "), format!(": '{END}'"), reset]);
+    Ok(format!("#!/bin/bash\nset -uxo pipefail\n{}\n", l.join("\n")))
+}
+
+/// The script run in the sandbox: the prediction's patch applied by the image's own git or
+/// patch, in the harness's three attempts (the tree put back between them), then the eval
+/// script. Nothing of the prediction's runs before the separator line.
+pub fn driver() -> &'static str {
+    r#"set -u
+cp /polysandbox-in/patch.diff /tmp/patch.diff
+cp /polysandbox-in/eval.sh /eval.sh
+cd /testbed
+applied=""
+n=0
+for cmd in "git apply --verbose" "git apply --verbose --reject" "patch --batch --fuzz=5 -p1 -i"; do
+  if [ $n -gt 0 ]; then git checkout -- . >/dev/null 2>&1; git clean -fdq >/dev/null 2>&1; fi
+  n=$((n + 1))
+  if $cmd /tmp/patch.diff 2>&1; then applied=1; echo ">>>>> Applied Patch ($cmd)"; break; fi
+  echo "Failed to apply patch to container: $cmd"
+done
+if [ -z "$applied" ] && git apply --check --reverse /tmp/patch.diff >/dev/null 2>&1; then
+  applied=1; echo ">>>>> Applied Patch: verified already applied"
+fi
+if [ -z "$applied" ]; then echo ">>>>> Patch Apply Failed"; exit 97; fi
+echo "Git diff before:"
+git -c core.fileMode=false diff
+echo ">>>>> polysandbox: eval script"
+exec /bin/bash /eval.sh
+"#
+}
+
+/// The harness's log parsers (swebench/harness/log_parsers/python.py), by what they do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Parser {
+    Pytest,
+    PytestOptions,
+    PytestV2,
+    Django,
+    Seaborn,
+    Sympy,
+    Matplotlib,
+}
+
+impl Parser {
+    /// A parser by the harness's name for it (the `log_parser` column), aliases included.
+    pub fn by_name(name: &str) -> Option<Parser> {
+        Some(match name.strip_prefix("parse_log_").unwrap_or(name) {
+            "pytest" | "astroid" | "flask" | "marshmallow" | "pvlib" | "pyvista" | "sqlfluff" | "xarray" => Parser::Pytest,
+            "pytest_options" | "pydicom" | "requests" | "pylint" => Parser::PytestOptions,
+            "pytest_v2" | "astropy" | "scikit" | "sphinx" => Parser::PytestV2,
+            "django" => Parser::Django,
+            "seaborn" => Parser::Seaborn,
+            "sympy" => Parser::Sympy,
+            "matplotlib" => Parser::Matplotlib,
+            _ => return None,
+        })
+    }
+
+    /// The repository's parser (`MAP_REPO_TO_PARSER_PY`).
+    pub fn for_repo(repo: &str) -> Option<Parser> {
+        let name = match repo {
+            "astropy/astropy" => "astropy",
+            "django/django" => "django",
+            "marshmallow-code/marshmallow" => "marshmallow",
+            "matplotlib/matplotlib" => "matplotlib",
+            "mwaskom/seaborn" => "seaborn",
+            "pallets/flask" => "flask",
+            "psf/requests" => "requests",
+            "pvlib/pvlib-python" => "pvlib",
+            "pydata/xarray" => "xarray",
+            "pydicom/pydicom" => "pydicom",
+            "pylint-dev/astroid" => "astroid",
+            "pylint-dev/pylint" => "pylint",
+            "pytest-dev/pytest" => "pytest",
+            "pyvista/pyvista" => "pyvista",
+            "scikit-learn/scikit-learn" => "scikit",
+            "sqlfluff/sqlfluff" => "sqlfluff",
+            "sphinx-doc/sphinx" => "sphinx",
+            "sympy/sympy" => "sympy",
+            "dbt-labs/dbt-core" => "pytest",
+            _ => return None,
+        };
+        Parser::by_name(name)
+    }
+
+    /// The status map: test name to FAILED, PASSED, SKIPPED, ERROR or XFAIL.
+    pub fn parse(self, log: &str) -> BTreeMap<String, String> {
+        match self {
+            Parser::Pytest => pytest(log, false, false),
+            Parser::PytestOptions => pytest(log, true, false),
+            Parser::Matplotlib => pytest(log, false, true),
+            Parser::PytestV2 => pytest_v2(log),
+            Parser::Django => django(log),
+            Parser::Seaborn => seaborn(log),
+            Parser::Sympy => sympy(log),
+        }
+    }
+}
+
+const STATUSES: [&str; 5] = ["FAILED", "PASSED", "SKIPPED", "ERROR", "XFAIL"];
+
+fn starts_with_status(line: &str) -> bool {
+    STATUSES.iter().any(|s| line.starts_with(s))
+}
+
+/// pytest's `SKIPPED [N] path:line: reason` summary, where `[N]` is not a test.
+fn is_skip_summary(status: &str, name: &str) -> bool {
+    status == "SKIPPED" && name.len() > 2 && name.starts_with('[') && name.ends_with(']') && name[1..name.len() - 1].chars().all(|c| c.is_ascii_digit())
+}
+
+fn pytest(log: &str, options: bool, matplotlib: bool) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let option = Regex::new(r"(.*?)\[(.*)\]").unwrap();
+    for line in log.split('\n') {
+        let mut line = line.to_string();
+        if matplotlib {
+            line = line.replace("MouseButton.LEFT", "1").replace("MouseButton.RIGHT", "3");
+        }
+        if !starts_with_status(&line) {
+            continue;
+        }
+        if line.starts_with("FAILED") {
+            line = line.replace(" - ", " ");
+        }
+        let t: Vec<&str> = line.split_whitespace().collect();
+        if t.len() <= 1 || is_skip_summary(t[0], t[1]) {
+            continue;
+        }
+        let mut name = t[1].to_string();
+        if options {
+            if let Some(c) = option.captures(t[1]) {
+                let (main, mut opt) = (c[1].to_string(), c[2].to_string());
+                if opt.starts_with('/') && !opt.starts_with("//") && !opt.contains('*') {
+                    opt = format!("/{}", opt.rsplit('/').next().unwrap_or(""));
+                }
+                name = format!("{main}[{opt}]");
+            }
+        }
+        m.insert(name, t[0].to_string());
+    }
+    m
+}
+
+fn pytest_v2(log: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let colour = Regex::new(r"\[(\d+)m").unwrap();
+    for line in log.split('\n') {
+        let line = colour.replace_all(line, "");
+        let line: String = line.chars().filter(|c| !(('\u{1}'..='\u{1f}').contains(c))).collect();
+        if starts_with_status(&line) {
+            let line = if line.starts_with("FAILED") { line.split(" - ").next().unwrap_or("").to_string() } else { line };
+            let t: Vec<&str> = line.split_whitespace().collect();
+            if t.len() >= 2 && !is_skip_summary(t[0], t[1]) {
+                m.insert(t[1..].join(" "), t[0].to_string());
+            }
+        } else if STATUSES.iter().any(|s| line.ends_with(s)) {
+            let t: Vec<&str> = line.split_whitespace().collect();
+            if t.len() >= 2 {
+                m.insert(t[..t.len() - 1].join(" "), t[t.len() - 1].to_string());
+            }
+        }
+    }
+    m
+}
+
+fn django(log: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    let mut prev: Option<String> = None;
+    for line in log.split('\n') {
+        let mut line = line.trim().to_string();
+        if line.contains("--version is equivalent to version") {
+            m.insert("--version is equivalent to version".to_string(), "PASSED".to_string());
+        }
+        if line.contains(" ... ") {
+            prev = Some(line.split(" ... ").next().unwrap_or("").to_string());
+        }
+        for suffix in [" ... ok", " ... OK", " ...  OK"] {
+            if line.ends_with(suffix) {
+                if line.starts_with("Applying sites.0002_alter_domain_unique...test_no_migrations") {
+                    line = line.split_once("...").map(|x| x.1).unwrap_or("").trim().to_string();
+                }
+                let test = line.rsplit_once(suffix).map(|x| x.0).unwrap_or("").to_string();
+                m.insert(test, "PASSED".into());
+                break;
+            }
+        }
+        if line.contains(" ... skipped") {
+            m.insert(line.split(" ... skipped").next().unwrap_or("").to_string(), "SKIPPED".into());
+        }
+        if line.ends_with(" ... FAIL") {
+            m.insert(line.split(" ... FAIL").next().unwrap_or("").to_string(), "FAILED".into());
+        }
+        if line.starts_with("FAIL:") {
+            if let Some(t) = line.split_whitespace().nth(1) {
+                m.insert(t.trim().to_string(), "FAILED".into());
+            }
+        }
+        if line.ends_with(" ... ERROR") {
+            m.insert(line.split(" ... ERROR").next().unwrap_or("").to_string(), "ERROR".into());
+        }
+        if line.starts_with("ERROR:") {
+            if let Some(t) = line.split_whitespace().nth(1) {
+                m.insert(t.trim().to_string(), "ERROR".into());
+            }
+        }
+        if line.starts_with("ok") {
+            if let Some(p) = &prev {
+                m.insert(p.clone(), "PASSED".into());
+            }
+        }
+    }
+    for p in [
+        r"(?m)^(.*?)\s\.\.\.\sTesting\ against\ Django\ installed\ in\ ((?s:.*?))\ silenced\)\.\nok$",
+        r"(?m)^(.*?)\s\.\.\.\sInternal\ Server\ Error:\ /(.*)/\nok$",
+        r"(?m)^(.*?)\s\.\.\.\sSystem check identified no issues \(0 silenced\)\nok$",
+    ] {
+        for c in Regex::new(p).unwrap().captures_iter(log) {
+            m.insert(c[1].to_string(), "PASSED".into());
+        }
+    }
+    m
+}
+
+fn seaborn(log: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for line in log.split('\n') {
+        let parts: Vec<&str> = line.split_whitespace().collect();
+        if parts.len() < 2 {
+            continue;
+        }
+        if line.starts_with("FAILED") {
+            m.insert(parts[1].to_string(), "FAILED".into());
+        } else if line.contains(" PASSED ") {
+            if parts[1] == "PASSED" {
+                m.insert(parts[0].to_string(), "PASSED".into());
+            }
+        } else if line.starts_with("PASSED") {
+            m.insert(parts[1].to_string(), "PASSED".into());
+        }
+    }
+    m
+}
+
+fn sympy(log: &str) -> BTreeMap<String, String> {
+    let mut m = BTreeMap::new();
+    for c in Regex::new(r"(_*) (.*)\.py:(.*) (_*)").unwrap().captures_iter(log) {
+        m.insert(format!("{}.py:{}", &c[2], &c[3]), "FAILED".into());
+    }
+    for line in log.split('\n') {
+        let line = line.trim();
+        if line.starts_with("test_") {
+            let first = line.split_whitespace().next().unwrap_or("").to_string();
+            if line.ends_with(" E") {
+                m.insert(first.clone(), "ERROR".into());
+            }
+            if line.ends_with(" F") {
+                m.insert(first.clone(), "FAILED".into());
+            }
+            if line.ends_with(" ok") {
+                m.insert(first, "PASSED".into());
+            }
+        }
+    }
+    m
+}
+
+/// The harness's `get_logs_eval` on a test_output.txt: the status map, or why there is none
+/// (a bad code in the log, or the markers missing).
+pub fn logs_eval(parser: Parser, content: &str) -> Result<BTreeMap<String, String>, String> {
+    if let Some(bad) = BAD_CODES.iter().find(|b| content.contains(*b)) {
+        return Err(format!("the eval script's output holds {bad:?}"));
+    }
+    let (Some(s), true) = (content.find(START), content.contains(END)) else {
+        return Err("the eval script's output lacks the start and end markers (the test patch did not apply, or the script was cut short)".into());
+    };
+    let after = &content[s + START.len()..];
+    let sliced = after.split(END).next().unwrap_or("");
+    let map = parser.parse(sliced);
+    Ok(if map.is_empty() { parser.parse(content) } else { map })
+}
+
+/// The status-map key for an expected test: itself, or, for an id cut short inside its
+/// parameters (676 of SWE-bench Verified's are), the one key it starts when every candidate
+/// agrees on pass or fail (the harness's `_resolve_case`).
+fn resolve<'a>(case: &str, sm: &'a BTreeMap<String, String>) -> Option<&'a String> {
+    if let Some((k, _)) = sm.get_key_value(case) {
+        return Some(k);
+    }
+    if case.matches('[').count() > case.matches(']').count() {
+        let hits: Vec<&String> = sm.keys().filter(|k| k.starts_with(case)).collect();
+        let outcomes: std::collections::BTreeSet<bool> = hits.iter().map(|k| passing(&sm[*k])).collect();
+        if !hits.is_empty() && outcomes.len() == 1 {
+            return Some(hits[0]);
+        }
+    }
+    None
+}
+
+fn passing(status: &str) -> bool {
+    status == "PASSED" || status == "XFAIL"
+}
+
+/// One list graded: (success, failure).
+pub fn grade_list(tests: &[String], sm: &BTreeMap<String, String>, fail_only: bool) -> (Vec<String>, Vec<String>) {
+    let (mut ok, mut bad) = (Vec::new(), Vec::new());
+    for t in tests {
+        let status = resolve(t, sm).map(|k| sm[k].as_str());
+        let passed = if fail_only { status != Some("FAILED") } else { status.is_some_and(passing) };
+        if passed {
+            ok.push(t.clone());
+        } else {
+            bad.push(t.clone());
+        }
+    }
+    (ok, bad)
+}
+
+/// The harness's report.json for one instance.
+pub fn instance_report(id: &str, patch_exists: bool, applied: bool, resolved: bool, lists: Option<(&(Vec<String>, Vec<String>), &(Vec<String>, Vec<String>))>) -> Value {
+    let mut r = json!({
+        "patch_is_None": false,
+        "patch_exists": patch_exists,
+        "patch_successfully_applied": applied,
+        "resolved": resolved,
+    });
+    if let Some((f2p, p2p)) = lists {
+        r["tests_status"] = json!({
+            "FAIL_TO_PASS": {"success": f2p.0, "failure": f2p.1},
+            "PASS_TO_PASS": {"success": p2p.0, "failure": p2p.1},
+            "FAIL_TO_FAIL": {"success": [], "failure": []},
+            "PASS_TO_FAIL": {"success": [], "failure": []},
+        });
+    }
+    json!({ id: r })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records() -> Vec<Value> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench/instances.jsonl");
+        match std::fs::read_to_string(&p) {
+            Ok(t) => t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect(),
+            Err(_) => {
+                eprintln!("SKIPPED: {} is not here", p.display());
+                vec![]
+            }
+        }
+    }
+
+    #[test]
+    fn derived_eval_scripts_are_the_records_own() {
+        let recs = records();
+        for r in &recs {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            let made = eval_script(&s("repo"), &s("version"), &s("base_commit"), &s("test_patch")).unwrap();
+            assert_eq!(made, s("eval_script"), "{}", s("instance_id"));
+        }
+    }
+
+    #[test]
+    fn derived_image_names_and_parsers_are_the_records_own() {
+        for r in &records() {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            assert_eq!(image_name(&s("instance_id"), Some("swebench"), "latest", "x86_64"), s("image"));
+            assert_eq!(Parser::for_repo(&s("repo")), Parser::by_name(&s("log_parser")), "{}", s("instance_id"));
+        }
+        assert_eq!(image_name("django__django-11099", None, "latest", "arm64"), "sweb.eval.arm64.django__django-11099:latest");
+        assert_eq!(image_name("Django__django-1", Some("me"), "v2", "x86_64"), "me/sweb.eval.x86_64.django_1776_django-1:v2");
+    }
+
+    #[test]
+    fn parsers_read_what_the_runners_print() {
+        let log = "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - assert 1 == 2\nSKIPPED [2] tests/a.py:10: no\nXFAIL tests/a.py::test_z - reason\nERROR tests/b.py::test_w\nFAILED\n";
+        let m = Parser::Pytest.parse(log);
+        assert_eq!(m["tests/a.py::test_x"], "PASSED");
+        assert_eq!(m["tests/a.py::test_y"], "FAILED");
+        assert_eq!(m["tests/a.py::test_z"], "XFAIL");
+        assert_eq!(m["tests/b.py::test_w"], "ERROR");
+        assert!(!m.contains_key("[2]"));
+        let m = Parser::PytestOptions.parse("PASSED tests/t.py::test_f[/tmp/abc/input.py]\nPASSED tests/t.py::test_g[//x/y]\n");
+        assert!(m.contains_key("tests/t.py::test_f[/input.py]"), "{m:?}");
+        assert!(m.contains_key("tests/t.py::test_g[//x/y]"));
+        let m = Parser::Django.parse("test_a (m.T) ... ok\ntest_b (m.T) ... FAIL\ntest_c (m.T) ... skipped 'x'\ntest_d (m.T) ... some output\nok\nFAIL: test_e (m.T)\n");
+        assert_eq!(m["test_a (m.T)"], "PASSED");
+        assert_eq!(m["test_b (m.T)"], "FAILED");
+        assert_eq!(m["test_c (m.T)"], "SKIPPED");
+        assert_eq!(m["test_d (m.T)"], "PASSED");
+        assert_eq!(m["test_e"], "FAILED");
+        let m = Parser::Sympy.parse("test_one ok\ntest_two F\n________ sympy/core/tests/test_x.py:test_three ________\n");
+        assert_eq!(m["test_one"], "PASSED");
+        assert_eq!(m["test_two"], "FAILED");
+        assert_eq!(m["sympy/core/tests/test_x.py:test_three"], "FAILED");
+        let m = Parser::PytestV2.parse("\x1b[32mPASSED\x1b[0m tests/t.py::test_a\ntests/t.py::test_b FAILED\n");
+        assert_eq!(m["tests/t.py::test_a"], "PASSED", "{m:?}");
+        assert_eq!(m["tests/t.py::test_b"], "FAILED");
+        let m = Parser::Seaborn.parse("tests/t.py::T::test_a PASSED [ 50%]\nFAILED tests/t.py::T::test_b - x\n");
+        assert_eq!(m["tests/t.py::T::test_a"], "PASSED");
+        assert_eq!(m["tests/t.py::T::test_b"], "FAILED");
+        assert_eq!(Parser::Matplotlib.parse("PASSED t.py::test[MouseButton.LEFT]\n")["t.py::test[1]"], "PASSED");
+    }
+
+    #[test]
+    fn only_the_marked_section_is_graded_and_bad_codes_void_it() {
+        let p = Parser::Pytest;
+        let log = format!("PASSED early::test\n+ : '{START}'\nPASSED t::a\nFAILED t::b\n+ : '{END}'\nPASSED t::b\n");
+        let m = logs_eval(p, &log).unwrap();
+        assert_eq!(m.get("t::b").map(String::as_str), Some("FAILED"));
+        assert!(!m.contains_key("early::test"));
+        assert!(logs_eval(p, "PASSED t::a\n").is_err());
+        assert!(logs_eval(p, &format!("{log}\n>>>>> Tests Timed Out\n")).is_err());
+        // Nothing parsed between the markers: the whole log, as the harness falls back.
+        let m = logs_eval(p, &format!("PASSED x::y\n{START}\n{END}\n")).unwrap();
+        assert_eq!(m["x::y"], "PASSED");
+    }
+
+    #[test]
+    fn grading_counts_missing_as_failed_and_honours_fail_only() {
+        let sm: BTreeMap<String, String> = [("a", "PASSED"), ("b", "XFAIL"), ("c", "SKIPPED"), ("d", "ERROR"), ("t[log(photon) x]", "PASSED")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (ok, bad) = grade_list(&l(&["a", "b", "c", "d", "e", "t[log(photon"]), &sm, false);
+        assert_eq!(ok, l(&["a", "b", "t[log(photon"]));
+        assert_eq!(bad, l(&["c", "d", "e"]));
+        let (ok, bad) = grade_list(&l(&["a", "c", "d", "e"]), &sm, true);
+        assert_eq!(ok, l(&["a", "c", "d", "e"]));
+        assert!(bad.is_empty());
+    }
+}
+
+// ---- Running an instance the harness's way ----
+
+use super::catalogue::Runner;
+use super::dataset::{Instance, Kind, Prediction, Predictions};
+use super::parse::{Status, TestResult};
+use super::{Grade, InstanceResult, Job, Options, Verdict};
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::Stdio;
+use std::sync::Mutex;
+
+/// The SWE-bench columns of an instance, when it is one.
+pub fn of(inst: &Instance) -> Option<&Record> {
+    match &inst.kind {
+        Kind::Repo { swebench: Some(r), .. } => Some(r),
+        _ => None,
+    }
+}
+
+/// The image an instance runs in: named by `--namespace`/`--instance-image-tag` when given,
+/// else the record's `image`, else the harness's name for it under `swebench`.
+pub fn image_for(inst: &Instance, o: &Options) -> String {
+    if o.namespace.is_some() || o.instance_image_tag.is_some() {
+        return image_name(&inst.id, Some(o.namespace.as_deref().unwrap_or("swebench")), o.instance_image_tag.as_deref().unwrap_or("latest"), host_arch());
+    }
+    inst.image.clone().unwrap_or_else(|| image_name(&inst.id, Some("swebench"), "latest", host_arch()))
+}
+
+/// The catalogue's runner for a SWE-bench instance: its limits, a probe that asks only for the
+/// image's /testbed, and none of the toolchain image's environment.
+pub fn runner(mut r: Runner) -> Runner {
+    r.probe = vec!["/bin/sh".into(), "-c".into(), "test -d /testbed".into()];
+    r.env.clear();
+    r.setup.clear();
+    r
+}
+
+/// The network each instance gets, and why: said in every run_instance.log.
+fn network_note(host: bool) -> &'static str {
+    if host {
+        "network: the host's (--network host), as the harness's containers have"
+    } else {
+        "network: none (polysandbox's default; the harness's containers have one: pass --network host for that). Code under test cannot reach the network, e.g. to fetch the upstream fix. The eval script's `pip install` runs offline: PIP_NO_INDEX=1, PIP_NO_BUILD_ISOLATION=0 (build from the environment's own setuptools)"
+    }
+}
+
+/// A directory name for an instance id (the harness uses the id itself; one that would leave
+/// the directory is made safe).
+fn dir_name(id: &str) -> String {
+    if id.is_empty() || id.contains('/') || id.starts_with('.') {
+        super::slug(id)
+    } else {
+        id.to_string()
+    }
+}
+
+/// The harness's log directory for an instance: logs/run_evaluation/<run_id>/<model>/<id>.
+pub fn harness_dir(o: &Options, model: &str, id: &str) -> std::path::PathBuf {
+    o.output.join("logs").join("run_evaluation").join(dir_name(&o.run_id)).join(dir_name(&model.replace('/', "__"))).join(dir_name(id))
+}
+
+pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Mutex<HashSet<u32>>) -> InstanceResult {
+    let inst = &job.inst;
+    let mut r = InstanceResult::bare(inst, &job.image, &job.key, Verdict::Error, None);
+    r.image_digest = job.image_digest.clone();
+    let Kind::Repo { repo, base_commit, gold_patch, test_patch, fail_to_pass, pass_to_pass, swebench: Some(rec), .. } = &inst.kind else {
+        r.reason = Some("not a SWE-bench instance".into());
+        return r;
+    };
+    let patch = match &job.pred {
+        Prediction::Gold => gold_patch.clone(),
+        Prediction::Patch(p) => p.clone(),
+        // No patch at all: the tests at the base commit (an empty model_patch is not run).
+        Prediction::Stub => String::new(),
+        Prediction::Missing => {
+            r.verdict = Verdict::EmptyPatch;
+            return r;
+        }
+        Prediction::Refused(why) => {
+            r.verdict = Verdict::PatchFailed;
+            r.reason = Some(format!("prediction refused: {why}"));
+            return r;
+        }
+        Prediction::Files(_) | Prediction::Code(_) => {
+            r.reason = Some(format!("{}: SWE-bench instances take a model_patch", inst.id));
+            r.deterministic = true;
+            return r;
+        }
+    };
+    if patch.trim().is_empty() && job.pred != Prediction::Stub {
+        r.verdict = Verdict::EmptyPatch;
+        return r;
+    }
+    let fail = |mut r: InstanceResult, why: String| {
+        r.reason = Some(why);
+        r.deterministic = true;
+        r
+    };
+    let script = match &rec.eval_script {
+        Some(s) => s.clone(),
+        None => match eval_script(repo, &rec.version, base_commit, test_patch) {
+            Ok(s) => s,
+            Err(e) => return fail(r, e),
+        },
+    };
+    let parser = match &rec.log_parser {
+        Some(n) => match Parser::by_name(n) {
+            Some(p) => p,
+            None => return fail(r, format!("log parser {n:?} is not one of the harness's Python parsers this build has")),
+        },
+        None => match Parser::for_repo(repo) {
+            Some(p) => p,
+            None => return fail(r, format!("{repo}: no log parser for this repository in the harness's table")),
+        },
+    };
+    let fail_only = rec.eval_type.as_deref() == Some("fail_only");
+    let hdir = harness_dir(o, &job.model, &inst.id);
+    let _ = std::fs::remove_dir_all(&hdir);
+    let input = scratch.join("in");
+    let setup = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(&input)?;
+        std::fs::create_dir_all(&hdir)?;
+        std::fs::write(input.join("patch.diff"), &patch)?;
+        std::fs::write(input.join("eval.sh"), &script)?;
+        std::fs::write(input.join("run.sh"), driver())?;
+        std::fs::write(hdir.join("patch.diff"), &patch)?;
+        std::fs::write(hdir.join("eval.sh"), &script)?;
+        Ok(())
+    })();
+    if let Err(e) = setup {
+        r.reason = Some(format!("{}: {e}", scratch.display()));
+        return r;
+    }
+    let stats = logs.join("usage.json");
+    let _ = std::fs::remove_file(&stats);
+    let output_path = logs.join("test_output.txt");
+    let out = match std::fs::File::create(&output_path) {
+        Ok(f) => f,
+        Err(e) => {
+            r.reason = Some(format!("{}: {e}", output_path.display()));
+            return r;
+        }
+    };
+    let mut cmd = super::polysandbox(o);
+    cmd.args(["--timeout", &job.timeout, "--memory", &job.memory.to_string(), "--cpus", &job.cpus.to_string(), "--output-limit", "64M"])
+        .arg("--stats-json")
+        .arg(&stats)
+        .arg("-v")
+        .arg(format!("{}:/polysandbox-in:ro", input.display()))
+        .args(["-w", "/testbed"]);
+    if o.network_host {
+        cmd.args(["--network", "host"]);
+    } else {
+        cmd.args(["-e", "PIP_NO_INDEX=1", "-e", "PIP_NO_BUILD_ISOLATION=0"]);
+    }
+    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
+    let child = cmd.stdin(Stdio::null()).stdout(out.try_clone().unwrap()).stderr(out).spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            r.reason = Some(format!("{}: {e}", o.binary.display()));
+            return r;
+        }
+    };
+    children.lock().unwrap().insert(child.id());
+    let _ = child.wait();
+    children.lock().unwrap().remove(&child.id());
+    let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
+    let record: Option<crate::sandbox::report::Report> = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let sep = format!("\n{EVAL_SEPARATOR}\n");
+    let (apply_log, test_output) = match output.find(&sep) {
+        Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
+        None => (output.as_str(), None),
+    };
+    let graded = grade(&mut r, record, apply_log, test_output, parser, fail_only, fail_to_pass, pass_to_pass, &job.timeout);
+    // The harness's files: test_output.txt (the eval script's output), report.json (when the
+    // log was graded), run_instance.log; patch.diff and eval.sh went in above.
+    let mut test_text = test_output.unwrap_or("").to_string();
+    if r.verdict == Verdict::Timeout {
+        test_text.push_str(&format!("\n\nTimeout error: {} exceeded.", job.timeout));
+    }
+    let _ = std::fs::write(hdir.join("test_output.txt"), &test_text);
+    if let Some(report) = &graded {
+        let _ = std::fs::write(hdir.join("report.json"), serde_json::to_string_pretty(report).unwrap() + "\n");
+    }
+    let note = format!(
+        "polysandbox eval: {}\nimage: {}{}\n{}\ntimeout: {}, memory: {} bytes, cpus: {}\n--- patch application (in the sandbox, by the image's git and patch) ---\n{}\n--- result ---\nverdict: {}{}\nwall {:.1} s, cpu {:.1} s, peak memory {} MiB\n",
+        inst.id,
+        job.image,
+        job.image_digest.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(),
+        network_note(o.network_host),
+        job.timeout,
+        job.memory,
+        job.cpus,
+        apply_log.trim_end(),
+        r.verdict,
+        r.reason.as_deref().map(|x| format!(" ({x})")).unwrap_or_default(),
+        r.wall_s,
+        r.cpu_s,
+        r.memory_peak_bytes >> 20,
+    );
+    let _ = std::fs::write(hdir.join("run_instance.log"), note);
+    let _ = std::fs::write(logs.join("patch.diff"), &patch);
+    r
+}
+
+/// Grades one run: the verdict, measurements and tests into `r`; the harness's report.json
+/// when the eval script's log was graded.
+#[allow(clippy::too_many_arguments)]
+fn grade(r: &mut InstanceResult, record: Option<crate::sandbox::report::Report>, apply_log: &str, test_output: Option<&str>, parser: Parser, fail_only: bool, f2p: &[String], p2p: &[String], timeout: &str) -> Option<Value> {
+    let Some(rec) = record else {
+        r.reason = Some(apply_log.lines().rev().find(|l| l.contains("polysandbox: error")).unwrap_or("the sandbox left no usage record").to_string());
+        return None;
+    };
+    r.exit_code = rec.exit_code;
+    r.signal = rec.signal;
+    r.wall_s = rec.wall_time_s;
+    r.cpu_s = rec.cpu_total_s;
+    r.memory_peak_bytes = rec.memory_peak_bytes;
+    r.timed_out = rec.timed_out || rec.cpu_time_exceeded;
+    r.oom = rec.oom_killed;
+    match rec.status.as_str() {
+        "timeout" | "cpu_time" => {
+            r.verdict = Verdict::Timeout;
+            r.reason = Some(format!("{} limit reached ({timeout})", if rec.timed_out { "wall-clock" } else { "cpu-time" }));
+            return None;
+        }
+        "oom" => {
+            r.verdict = Verdict::Oom;
+            r.reason = Some("memory limit reached".into());
+            return None;
+        }
+        "interrupted" => {
+            r.verdict = Verdict::Interrupted;
+            return None;
+        }
+        _ => {}
+    }
+    if let Some(why) = &rec.start_error {
+        r.reason = Some(format!("the sandbox could not start the command: {why}"));
+        return None;
+    }
+    let id = r.instance_id.clone();
+    let Some(test_output) = test_output else {
+        // The driver stopped before the eval script: no code of the prediction's ran.
+        if rec.exit_code == Some(PATCH_FAILED_EXIT) && apply_log.lines().any(|l| l == APPLY_PATCH_FAIL) {
+            r.verdict = Verdict::PatchFailed;
+            r.reason = Some("no attempt applied it (git apply, git apply --reject, patch --fuzz=5)".into());
+        } else {
+            r.reason = Some(format!("the sandbox stopped before the eval script (exit {:?}): {}", rec.exit_code, apply_log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim()));
+        }
+        return None;
+    };
+    if rec.output_limit_exceeded {
+        r.verdict = Verdict::Unresolved;
+        r.reason = Some("output limit reached: the log was cut short".into());
+        return Some(instance_report(&id, true, false, false, None));
+    }
+    let sm = match logs_eval(parser, test_output) {
+        Ok(sm) => sm,
+        Err(why) => {
+            r.verdict = Verdict::Unresolved;
+            r.reason = Some(why);
+            return Some(instance_report(&id, true, false, false, None));
+        }
+    };
+    r.tests = sm
+        .iter()
+        .map(|(name, s)| TestResult {
+            name: name.clone(),
+            status: match s.as_str() {
+                "PASSED" => Status::Passed,
+                "XFAIL" => Status::Xfail,
+                "SKIPPED" => Status::Skipped,
+                "ERROR" => Status::Error,
+                _ => Status::Failed,
+            },
+            duration_s: None,
+        })
+        .collect();
+    let (a, b) = (grade_list(f2p, &sm, fail_only), grade_list(p2p, &sm, fail_only));
+    let resolved = a.1.is_empty() && b.1.is_empty();
+    r.verdict = if resolved { Verdict::Resolved } else { Verdict::Unresolved };
+    if !resolved {
+        let first = a.1.first().or(b.1.first()).unwrap();
+        r.reason = Some(format!("{} of FAIL_TO_PASS and {} of PASS_TO_PASS not passing (first: {first})", a.1.len(), b.1.len()));
+    }
+    let report = instance_report(&id, true, true, resolved, Some((&a, &b)));
+    r.fail_to_pass = Some(Grade { success: a.0, failure: a.1 });
+    r.pass_to_pass = Some(Grade { success: b.0, failure: b.1 });
+    Some(report)
+}
+
+/// The harness's run report, `<model>.<run_id>.json` in the output directory (its
+/// `make_run_report`, schema 2): how the selected SWE-bench instances fared.
+pub fn write_run_report(o: &Options, preds: &Predictions, ids: &[String], results: &[InstanceResult]) -> Result<std::path::PathBuf, String> {
+    let by_id: std::collections::HashMap<&str, &InstanceResult> = results.iter().map(|r| (r.instance_id.as_str(), r)).collect();
+    let submitted: Option<&BTreeMap<String, Prediction>> = match preds {
+        Predictions::Records(m, _) => Some(m),
+        _ => None,
+    };
+    let (mut completed, mut resolved, mut unresolved, mut errors, mut incomplete, mut empty) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for id in ids {
+        if submitted.is_some_and(|m| !m.contains_key(id)) {
+            incomplete.push(id.clone());
+            continue;
+        }
+        match by_id.get(id.as_str()).map(|r| r.verdict) {
+            Some(Verdict::Resolved) => {
+                completed.push(id.clone());
+                resolved.push(id.clone());
+            }
+            Some(Verdict::Unresolved) => {
+                completed.push(id.clone());
+                unresolved.push(id.clone());
+            }
+            Some(Verdict::EmptyPatch) => empty.push(id.clone()),
+            Some(Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom | Verdict::Error) => errors.push(id.clone()),
+            Some(Verdict::Interrupted) | None => incomplete.push(id.clone()),
+        }
+    }
+    let submitted_ids: Vec<String> = match submitted {
+        Some(m) => m.keys().cloned().collect(),
+        None => ids.to_vec(),
+    };
+    let model = ids.first().map(|id| preds.model_of(id)).unwrap_or_else(|| "gold".into());
+    let report = json!({
+        "total_instances": ids.len(),
+        "submitted_instances": submitted_ids.len(),
+        "completed_instances": completed.len(),
+        "resolved_instances": resolved.len(),
+        "unresolved_instances": unresolved.len(),
+        "empty_patch_instances": empty.len(),
+        "error_instances": errors.len(),
+        "completed_ids": completed,
+        "incomplete_ids": incomplete,
+        "empty_patch_ids": empty,
+        "submitted_ids": submitted_ids,
+        "resolved_ids": resolved,
+        "unresolved_ids": unresolved,
+        "error_ids": errors,
+        "schema_version": 2,
+        "unstopped_instances": 0,
+        "unstopped_containers": [],
+        "unremoved_images": [],
+    });
+    let path = o.output.join(format!("{}.{}.json", dir_name(&model.replace('/', "__")), dir_name(&o.run_id)));
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
