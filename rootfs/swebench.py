@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """SWE-bench replica images, built without Docker, in the official images' layout.
 
-    rootfs/build.sh swebench RECORDS.{json,jsonl} --repos DIR [--only ID ...] [--push HOST:PORT]
+    rootfs/build.sh swebench RECORDS.{json,jsonl,parquet} --repos DIR [--only ID ...] [--push HOST:PORT]
                              [--relock] [--list]
 
 For every record whose repository and version the harness's table (images/swebench.json,
@@ -76,6 +76,14 @@ def log(msg):
 
 
 def load_records(path):
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PAR1":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise ValueError("a Parquet file: this script reads it with pyarrow (pip install pyarrow), or give the records as JSONL")
+        return pq.read_table(path).to_pylist()
     text = open(path, encoding="utf-8").read()
     s = text.lstrip()
     if s.startswith("["):
@@ -473,9 +481,15 @@ def build_one(rec, p, args, cache):
         finally:
             remove(work)
     if not args.no_import:
-        out = subprocess.run([args.bin, "import", archive, "--tag", ref], capture_output=True, text=True)
-        if out.returncode != 0:
-            raise RuntimeError(f"{rec['instance_id']}: import: {out.stderr.strip()}")
+        # Imported already (this archive, this store, the name still there): nothing to do.
+        store_id = hashlib.sha256(f"{os.environ.get('POLYSANDBOX_ROOT', 'default')}-{os.getuid()}".encode()).hexdigest()[:12]
+        marker = archive + f".imported-{store_id}"
+        listed = subprocess.run([args.bin, "images"], capture_output=True, text=True).stdout.split()
+        if not os.path.exists(marker) or not any(x.endswith(ref.split("/", 1)[-1]) for x in listed):
+            out = subprocess.run([args.bin, "import", archive, "--tag", ref], capture_output=True, text=True)
+            if out.returncode != 0:
+                raise RuntimeError(f"{rec['instance_id']}: import: {out.stderr.strip()}")
+            open(marker, "w").close()
     if args.push:
         store = os.environ.get("POLYSANDBOX_ROOT") or ("/var/lib/polysandbox" if os.getuid() == 0 else os.path.join(os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share")), "polysandbox"))
         first = ref.split("/")[0]

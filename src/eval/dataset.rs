@@ -77,8 +77,26 @@ impl Prediction {
     }
 }
 
+/// The rows of a Parquet file (SWE-bench's datasets are published so), each as a JSON object
+/// of its columns.
+fn read_parquet(path: &Path) -> Result<Vec<Value>, String> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    let at = |e: &dyn std::fmt::Display| format!("{}: parquet: {e}", path.display());
+    let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let reader = SerializedFileReader::new(f).map_err(|e| at(&e))?;
+    let mut out = Vec::with_capacity(reader.metadata().file_metadata().num_rows().max(0) as usize);
+    for row in reader.get_row_iter(None).map_err(|e| at(&e))? {
+        out.push(row.map_err(|e| at(&e))?.to_json_value());
+    }
+    Ok(out)
+}
+
 fn read_records(path: &Path) -> Result<Vec<Value>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.starts_with(b"PAR1") {
+        return read_parquet(path);
+    }
+    let text = String::from_utf8(bytes).map_err(|_| format!("{}: neither JSON, JSONL (UTF-8 text) nor Parquet", path.display()))?;
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
         if let Ok(v) = serde_json::from_str::<Value>(&text) {

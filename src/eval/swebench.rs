@@ -151,8 +151,11 @@ pub fn eval_script(repo: &str, version: &str, base_commit: &str, test_patch: &st
 }
 
 /// The script run in the sandbox: the prediction's patch applied by the image's own git or
-/// patch, in the harness's three attempts (the tree put back between them), then the eval
-/// script. Nothing of the prediction's runs before the separator line.
+/// patch, in the harness's three attempts (the tree put back between them); the files the test
+/// patch touches put back to the base commit (what the eval script's `git checkout <base>
+/// <files>` means to do, but it does nothing at all when one of them is new: its pathspec then
+/// fails as a whole, and a prediction's edits to the tests would stay); then the eval script.
+/// Nothing of the prediction's runs before the separator line.
 pub fn driver() -> &'static str {
     r#"set -u
 cp /polysandbox-in/patch.diff /tmp/patch.diff
@@ -170,6 +173,15 @@ if [ -z "$applied" ] && git apply --check --reverse /tmp/patch.diff >/dev/null 2
   applied=1; echo ">>>>> Applied Patch: verified already applied"
 fi
 if [ -z "$applied" ]; then echo ">>>>> Patch Apply Failed"; exit 97; fi
+base=$(cat /polysandbox-in/base_commit)
+while IFS= read -r f; do
+  [ -n "$f" ] || continue
+  if git cat-file -e "$base:$f" 2>/dev/null; then
+    git diff --quiet "$base" -- "$f" 2>/dev/null || { git checkout -q "$base" -- "$f" && echo "polysandbox: the prediction's change to $f undone (a file of the test patch)"; }
+  elif [ -e "$f" ] || [ -L "$f" ]; then
+    rm -rf -- "$f" && echo "polysandbox: $f removed (the test patch makes it; the prediction had)"
+  fi
+done < /polysandbox-in/test_files
 echo "Git diff before:"
 git -c core.fileMode=false diff
 echo ">>>>> polysandbox: eval script"
@@ -701,6 +713,8 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
         std::fs::write(input.join("patch.diff"), &patch)?;
         std::fs::write(input.join("eval.sh"), &script)?;
         std::fs::write(input.join("run.sh"), driver())?;
+        std::fs::write(input.join("base_commit"), base_commit)?;
+        std::fs::write(input.join("test_files"), modified_files(test_patch).join("\n") + "\n")?;
         std::fs::write(hdir.join("patch.diff"), &patch)?;
         std::fs::write(hdir.join("eval.sh"), &script)?;
         Ok(())
