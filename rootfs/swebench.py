@@ -2,7 +2,7 @@
 """SWE-bench replica images, built without Docker, in the official images' layout.
 
     rootfs/build.sh swebench RECORDS.{json,jsonl,parquet} --repos DIR [--only ID ...] [--push HOST:PORT]
-                             [--relock] [--list]
+                             [--relock] [--list] [--verify]
 
 For every record whose repository and version the harness's table (images/swebench.json,
 SWE-bench v4.1.0's MAP_REPO_VERSION_TO_SPECS_PY) gives a Python that Debian has here (3.9 from
@@ -42,7 +42,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 # Bump when a change here changes what a replica contains (part of every cache key).
-FORMAT = 1
+FORMAT = 4
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "1700000000"))
 BASES = {"3.9": "swebench-py39", "3.11": "swebench-py311"}
 # What the harness's conda environment brings besides Python (pip, setuptools, wheel): pinned.
@@ -186,7 +186,9 @@ def sh_quote(s):
 def run_in_root(root, script, mirror=None):
     """Runs `script` (bash) as root in `root`, in private mount and pid namespaces (a user
     namespace too when not root), with the network, the host's DNS and CA bundle, /dev and
-    /proc; the mirror read-only at /tmp/mirror.git."""
+    /proc; the mirror read-only at /tmp/mirror.git. Reproducibly: fixed dates for git, no
+    bytecode written on import, a fixed hash seed, and C extensions built from sdists without
+    debug information (which would name pip's random build directory)."""
     for d in ["dev", "proc", "tmp/mirror.git"]:
         os.makedirs(os.path.join(root, d), exist_ok=True)
     shutil.copy("/etc/resolv.conf", os.path.join(root, "etc/resolv.conf.polysandbox"))
@@ -202,7 +204,7 @@ cp "$R/etc/resolv.conf" "$R/etc/resolv.conf.image" 2>/dev/null || true
 cat "$R/etc/resolv.conf.polysandbox" > "$R/etc/resolv.conf"
 set +e
 chroot "$R" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  LANG=C.UTF-8 SOURCE_DATE_EPOCH={EPOCH} PIP_CERT=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt \
+  LANG=C.UTF-8 SOURCE_DATE_EPOCH={EPOCH} PYTHONDONTWRITEBYTECODE=1 PYTHONHASHSEED=0 CFLAGS=-g0 CXXFLAGS=-g0 PIP_CERT=/tmp/host-ca.crt SSL_CERT_FILE=/tmp/host-ca.crt \
   PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_DEFAULT_TIMEOUT=180 \
   GIT_AUTHOR_DATE=@{EPOCH} GIT_COMMITTER_DATE=@{EPOCH} /bin/bash -euxo pipefail /tmp/step.sh
 rc=$?
@@ -230,9 +232,31 @@ def in_ns(cmd):
     return ["unshare", "--user", "--map-root-user", "--map-auto"] + cmd
 
 
+def normalise_git_index(path, mtime):
+    """Rewrites a git index (version 2 or 3) with the stat data of every entry made the same on
+    every build: ctime and mtime `mtime`, no device, inode, owner; mode and size kept."""
+    import struct
+    data = bytearray(open(path, "rb").read())
+    sig, version, count = struct.unpack(">4sII", data[:12])
+    if sig != b"DIRC" or version not in (2, 3):
+        raise RuntimeError(f"{path}: git index version {version}: not one this normalises")
+    pos = 12
+    for _ in range(count):
+        ctime_s, ctime_ns, mtime_s, mtime_ns, dev, ino, mode, uid, gid, size = struct.unpack(">10I", data[pos:pos + 40])
+        struct.pack_into(">10I", data, pos, mtime, 0, mtime, 0, 0, 0, mode, 0, 0, size)
+        flags = struct.unpack(">H", data[pos + 60:pos + 62])[0]
+        head = 62 + (2 if version == 3 and flags & 0x4000 else 0)
+        name_len = data.index(0, pos + head) - (pos + head)
+        entry = head + name_len
+        pos += (entry + 8) & ~7
+    body = bytes(data[:-20])
+    open(path, "wb").write(body + hashlib.sha1(body).digest())
+    os.utime(path, (EPOCH, EPOCH))
+
+
 def tar_dirs(root, dirs, out):
     """A reproducible tar of `dirs` (relative to root): sorted, mtimes clamped, numeric owners."""
-    subprocess.run(in_ns(["tar", "--sort=name", f"--mtime=@{EPOCH}", "--clamp-mtime", "--numeric-owner",
+    subprocess.run(in_ns(["tar", "--format=posix", "--sort=name", f"--mtime=@{EPOCH}", "--clamp-mtime", "--numeric-owner",
                           "--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime",
                           "-C", root, "-cf", out] + dirs), check=True)
 
@@ -348,13 +372,13 @@ def instance_script(p, rec, lock):
         'git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s --format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag" >/dev/null; fi; done',
         # The shallow mirrors of ../shared/swebench tag the commits they hold `c-<sha>`: not
         # the project's tags, and no version setuptools_scm can read. Without a release tag
-        # reachable (a shallow mirror), the spec's version is tagged on the base commit, so that
-        # the project's version is the one the record names.
+        # reachable (a shallow mirror), a project versioned by setuptools_scm gets the spec's
+        # version tagged on the base commit, so that its version is the one the record names.
         "git tag -l 'c-*' | grep -E '^c-[0-9a-f]{12}$' | xargs -r git tag -d >/dev/null",
-        f"git describe --tags >/dev/null 2>&1 || git tag {sh_quote(p['version'] + '.0')}",
+        f"git describe --tags >/dev/null 2>&1 || ! grep -qs setuptools_scm pyproject.toml setup.py setup.cfg || git tag {sh_quote(p['version'] + '.0')}",
         "git for-each-ref --format='%(refname)' refs/heads | while read r; do [ \"$r\" = \"$(git symbolic-ref HEAD)\" ] || git update-ref -d \"$r\"; done",
         "git reflog expire --expire=now --all",
-        "git gc --quiet --prune=now",
+        "git -c pack.threads=1 gc --quiet --prune=now",
         "source /opt/miniconda3/bin/activate",
         "conda activate testbed",
         *( [f"export PIP_CONSTRAINT=/tmp/lock.txt"] if lock else [] ),
@@ -368,10 +392,23 @@ def instance_script(p, rec, lock):
         p["install"] or "true",
         "unset PIP_CONSTRAINT",
         "python -m pip freeze --all > /tmp/freeze.txt",
+        # Bytecode, reproducibly: pip's pycs depend on its process's state (marshal's
+        # references, and set constants on the hash seed: PYTHONHASHSEED=0), so all of them
+        # are made again by one compileall in a fresh process,
+        # in sorted order, checked by hash (valid whatever the files' times).
+        "find /opt/miniconda3 -name '*.pyc' -delete",
+        "python -m compileall -q -j 1 --invalidation-mode checked-hash /opt/miniconda3/envs/testbed/lib >/dev/null 2>&1 || true",
         "rm -f /root/.gitconfig",
         "git config --global user.email setup@swebench.config",
         "git config --global user.name SWE-bench",
         "git commit --quiet --allow-empty -am SWE-bench",
+        # Reproducible: every file of /testbed one second older than SOURCE_DATE_EPOCH (the
+        # index, rewritten below with that time and no inode or device, stays newer, so git
+        # trusts the stat data it keeps: checkStat=minimal, trustctime=false).
+        "git config core.checkStat minimal",
+        "git config core.trustctime false",
+        f"find /testbed -exec touch -h -d @{EPOCH - 1} {{}} +",
+        "git update-index --really-refresh -q >/dev/null || true",
         "rm -rf /root/.cache /tmp/lock.txt /tmp/requirements.txt",
     ]) + "\n"
 
@@ -408,6 +445,115 @@ def docker_archive(layers, ref, arch, out):
         add_bytes("manifest.json", manifest)
 
 
+def make_archive(rec, p, lock, lockf, base_tar, env_key, ref, arch, cache, archive, env_cache=True):
+    """Builds the instance's docker-archive at `archive`: base, then env (from the cache when
+    `env_cache` and it is there), then /testbed."""
+    work = tempfile.mkdtemp(dir=cache, prefix=".work-")
+    try:
+        root = os.path.join(work, "root")
+        os.makedirs(root)
+        extract(base_tar, root)
+        env_tar = os.path.join(cache, f"env-{p['repo'].replace('/', '__')}-{p['version']}-{env_key}.tar")
+        if env_cache and os.path.exists(env_tar):
+            extract(env_tar, root)
+        else:
+            log(f"{rec['instance_id']}: environment {p['repo']} {p['version']} (python {p['python']})")
+            stage = os.path.join(root, "tmp")
+            with open(os.path.join(stage, "requirements.txt"), "w") as f:
+                f.write(p["reqs"])
+            script, files = env_steps(p, lock)
+            for name, content in files.items():
+                with open(os.path.join(stage, name), "w") as f:
+                    f.write(content)
+            if run_in_root(root, script) != 0:
+                raise RuntimeError(f"{rec['instance_id']}: installing the environment failed")
+            os.makedirs(os.path.join(root, "opt/miniconda3/bin"), exist_ok=True)
+            with open(os.path.join(root, "opt/miniconda3/bin/activate"), "w") as f:
+                f.write(ACTIVATE)
+            with open(os.path.join(root, "opt/miniconda3/bin/conda"), "w") as f:
+                f.write(CONDA_BIN)
+            os.chmod(os.path.join(root, "opt/miniconda3/bin/conda"), 0o755)
+            for name in ["requirements.txt", *files]:
+                remove(os.path.join(root, "tmp", name))
+            remove(os.path.join(root, "root/.cache"))
+            if env_cache:
+                tar_dirs(root, ["opt"], env_tar + ".partial")
+                os.rename(env_tar + ".partial", env_tar)
+        log(f"{rec['instance_id']}: repository at {p['base_commit'][:12]}, {p['install'] or 'no install'}")
+        if lock:
+            with open(os.path.join(root, "tmp/lock.txt"), "w") as f:
+                f.write(constraints(lock, {"pip", "setuptools", "wheel"}))
+        if run_in_root(root, instance_script(p, rec, lock), mirror=p["mirror"]) != 0:
+            raise RuntimeError(f"{rec['instance_id']}: setting up /testbed failed")
+        freeze = frozen(open(os.path.join(root, "tmp/freeze.txt")).read())
+        remove(os.path.join(root, "tmp/freeze.txt"))
+        # The lock: written by the first build, grown by an instance that needs a package it
+        # lacks, and never contradicted (a build installs under it).
+        old = frozen(lock) if lock else []
+        moved = sorted(set(old) - set(freeze), key=str.lower)
+        have = {norm(l.split("==")[0]) for l in freeze}
+        moved = [l for l in moved if norm(l.split("==")[0]) in have]
+        if moved:
+            got = {norm(l.split("==")[0]): l for l in freeze}
+            raise RuntimeError(f"{rec['instance_id']}: the environment differs from {os.path.relpath(lockf, TOP)}: " + ", ".join(f"{l} -> {got[norm(l.split('==')[0])]}" for l in moved[:10]) + " (rebuild with --relock to accept)")
+        names = {l.split("==")[0].lower() for l in old}
+        merged = old + [l for l in freeze if l.split("==")[0].lower() not in names]
+        if sorted(merged, key=str.lower) != old:
+            os.makedirs(os.path.dirname(lockf), exist_ok=True)
+            with open(lockf, "w") as f:
+                f.write(f"# pip freeze of the {p['repo']} {p['version']} replica environments (rootfs/swebench.py); constraints for every later build\n")
+                f.write("\n".join(sorted(merged, key=str.lower)) + "\n")
+            log(f"wrote {os.path.relpath(lockf, TOP)} ({len(merged)} packages)")
+        index = os.path.join(root, "testbed/.git/index")
+        subprocess.run(in_ns([sys.executable, os.path.abspath(__file__), "--normalise-git-index", index]), check=True)
+        layer = os.path.join(work, "instance.tar")
+        tar_dirs(root, ["opt", "testbed", "root"], layer)
+        docker_archive([base_tar, layer], ref, arch, archive + ".partial")
+        os.rename(archive + ".partial", archive)
+    finally:
+        remove(work)
+
+
+def verify(archive, again, rec):
+    """Compares a rebuild with the cached archive: the same bytes, or what differs."""
+    if subprocess.run(["cmp", "-s", archive, again]).returncode == 0:
+        h = hashlib.sha256(open(again, "rb").read()).hexdigest()[:16]
+        log(f"{rec['instance_id']}: rebuilt byte-identical ({h})")
+        os.remove(again)
+        return True
+    d = tempfile.mkdtemp(prefix="swebench-verify-")
+    try:
+        lines = []
+        for name, src in [("a", archive), ("b", again)]:
+            os.makedirs(os.path.join(d, name))
+            with tarfile.open(src) as t:
+                layer = json.load(t.extractfile("manifest.json"))[0]["Layers"][-1]
+                with open(os.path.join(d, name + ".tar"), "wb") as f:
+                    shutil.copyfileobj(t.extractfile(layer), f)
+            lines.append(subprocess.run(["tar", "-tvf", os.path.join(d, name + ".tar")], capture_output=True, text=True).stdout.splitlines())
+        a, b = set(lines[0]), set(lines[1])
+        log(f"{rec['instance_id']}: a rebuild differs from {archive}; instance layer entries that differ (cached -, rebuilt +):")
+        for l in sorted(a - b)[:10]:
+            log(f"  - {l}")
+        for l in sorted(b - a)[:10]:
+            log(f"  + {l}")
+        if a == b:
+            def digests(path):
+                out = {}
+                with tarfile.open(path) as t:
+                    for m in t:
+                        if m.isfile():
+                            out[m.name] = hashlib.sha256(t.extractfile(m).read()).hexdigest()
+                return out
+            da, db = digests(os.path.join(d, "a.tar")), digests(os.path.join(d, "b.tar"))
+            diff = sorted(k for k in da if da[k] != db.get(k))
+            log(f"  the listings agree; {len(diff)} files' contents differ: {', '.join(diff[:12])}")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    os.remove(again)
+    return False
+
+
 def build_one(rec, p, args, cache):
     arch = args.arch
     ref = image_name(rec, arch)
@@ -418,68 +564,23 @@ def build_one(rec, p, args, cache):
     inst_key = sha(env_key, rec["instance_id"], instance_script(p, rec, lock), ref)
     archive = os.path.join(cache, f"{rec['instance_id']}-{inst_key}.tar")
     if not os.path.exists(archive):
-        work = tempfile.mkdtemp(dir=cache, prefix=".work-")
-        try:
-            root = os.path.join(work, "root")
-            os.makedirs(root)
-            extract(base_tar, root)
-            env_tar = os.path.join(cache, f"env-{p['repo'].replace('/', '__')}-{p['version']}-{env_key}.tar")
-            if os.path.exists(env_tar):
-                extract(env_tar, root)
-            else:
-                log(f"{rec['instance_id']}: environment {p['repo']} {p['version']} (python {p['python']})")
-                with open(os.path.join(work, "requirements.txt"), "w") as f:
-                    f.write(p["reqs"])
-                stage = os.path.join(root, "tmp")
-                shutil.copy(os.path.join(work, "requirements.txt"), os.path.join(stage, "requirements.txt"))
-                script, files = env_steps(p, lock)
-                for name, content in files.items():
-                    with open(os.path.join(stage, name), "w") as f:
-                        f.write(content)
-                if run_in_root(root, script) != 0:
-                    raise RuntimeError(f"{rec['instance_id']}: installing the environment failed")
-                os.makedirs(os.path.join(root, "opt/miniconda3/bin"), exist_ok=True)
-                with open(os.path.join(root, "opt/miniconda3/bin/activate"), "w") as f:
-                    f.write(ACTIVATE)
-                with open(os.path.join(root, "opt/miniconda3/bin/conda"), "w") as f:
-                    f.write(CONDA_BIN)
-                os.chmod(os.path.join(root, "opt/miniconda3/bin/conda"), 0o755)
-                for name in ["requirements.txt", *files]:
-                    remove(os.path.join(root, "tmp", name))
-                remove(os.path.join(root, "root/.cache"))
-                tar_dirs(root, ["opt"], env_tar + ".partial")
-                os.rename(env_tar + ".partial", env_tar)
-            log(f"{rec['instance_id']}: repository at {p['base_commit'][:12]}, {p['install'] or 'no install'}")
-            if lock:
-                with open(os.path.join(root, "tmp/lock.txt"), "w") as f:
-                    f.write(constraints(lock, {"pip", "setuptools", "wheel"}))
-            if run_in_root(root, instance_script(p, rec, lock), mirror=p["mirror"]) != 0:
-                raise RuntimeError(f"{rec['instance_id']}: setting up /testbed failed")
-            freeze = frozen(open(os.path.join(root, "tmp/freeze.txt")).read())
-            remove(os.path.join(root, "tmp/freeze.txt"))
-            # The lock: written by the first build, grown by an instance that needs a package it
-            # lacks, and never contradicted (a build installs under it).
-            old = frozen(lock) if lock else []
-            moved = sorted(set(old) - set(freeze), key=str.lower)
-            have = {norm(l.split("==")[0]) for l in freeze}
-            moved = [l for l in moved if norm(l.split("==")[0]) in have]
-            if moved:
-                got = {norm(l.split("==")[0]): l for l in freeze}
-                raise RuntimeError(f"{rec['instance_id']}: the environment differs from {os.path.relpath(lockf, TOP)}: " + ", ".join(f"{l} -> {got[norm(l.split('==')[0])]}" for l in moved[:10]) + " (rebuild with --relock to accept)")
-            names = {l.split("==")[0].lower() for l in old}
-            merged = old + [l for l in freeze if l.split("==")[0].lower() not in names]
-            if sorted(merged, key=str.lower) != old:
-                os.makedirs(os.path.dirname(lockf), exist_ok=True)
-                with open(lockf, "w") as f:
-                    f.write(f"# pip freeze of the {p['repo']} {p['version']} replica environments (rootfs/swebench.py); constraints for every later build\n")
-                    f.write("\n".join(sorted(merged, key=str.lower)) + "\n")
-                log(f"wrote {os.path.relpath(lockf, TOP)} ({len(merged)} packages)")
-            layer = os.path.join(work, "instance.tar")
-            tar_dirs(root, ["opt", "testbed", "root"], layer)
-            docker_archive([base_tar, layer], ref, arch, archive + ".partial")
-            os.rename(archive + ".partial", archive)
-        finally:
-            remove(work)
+        make_archive(rec, p, lock, lockf, base_tar, env_key, ref, arch, cache, archive)
+        # Older builds of this instance, and environments of this repository and version other
+        # than this one, are dead weight now (a replica is most of a gigabyte).
+        for f in os.listdir(cache):
+            stale_instance = f.startswith(rec["instance_id"] + "-") and not f.startswith(os.path.basename(archive))
+            env_prefix = f"env-{p['repo'].replace('/', '__')}-{p['version']}-"
+            stale_env = f.startswith(env_prefix) and f != f"{env_prefix}{env_key}.tar" and re.fullmatch(r"[0-9a-f]{16}\.tar", f[len(env_prefix):])
+            if stale_instance or stale_env:
+                os.remove(os.path.join(cache, f))
+    if args.verify:
+        # The same records again, from scratch (no cached environment), under the lock the
+        # first build wrote: the same bytes?
+        lock = open(lockf).read()
+        again = os.path.join(cache, f".verify-{rec['instance_id']}.tar")
+        make_archive(rec, p, lock, lockf, base_tar, env_key, ref, arch, cache, again, env_cache=False)
+        if not verify(archive, again, rec):
+            raise RuntimeError(f"{rec['instance_id']}: not reproducible")
     if not args.no_import:
         # Imported already (this archive, this store, the name still there): nothing to do.
         store_id = hashlib.sha256(f"{os.environ.get('POLYSANDBOX_ROOT', 'default')}-{os.getuid()}".encode()).hexdigest()[:12]
@@ -511,7 +612,11 @@ def main():
     ap.add_argument("--list", action="store_true", help="say what would be built and what is not supported, build nothing")
     ap.add_argument("--no-import", action="store_true", help="build the archives only")
     ap.add_argument("--arch", default=subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True).stdout.strip())
+    ap.add_argument("--verify", action="store_true", help="rebuild each image from scratch and compare: byte-identical?")
     ap.add_argument("--bin", required=True)
+    if sys.argv[1:2] == ["--normalise-git-index"]:
+        normalise_git_index(sys.argv[2], EPOCH - 1)
+        return 0
     args = ap.parse_args()
     specs = json.load(open(os.path.join(TOP, "images", "swebench.json")))
     try:

@@ -460,8 +460,11 @@ fn passing(status: &str) -> bool {
     status == "PASSED" || status == "XFAIL"
 }
 
+/// A list of tests graded: (success, failure).
+pub type Graded = (Vec<String>, Vec<String>);
+
 /// One list graded: (success, failure).
-pub fn grade_list(tests: &[String], sm: &BTreeMap<String, String>, fail_only: bool) -> (Vec<String>, Vec<String>) {
+pub fn grade_list(tests: &[String], sm: &BTreeMap<String, String>, fail_only: bool) -> Graded {
     let (mut ok, mut bad) = (Vec::new(), Vec::new());
     for t in tests {
         let status = resolve(t, sm).map(|k| sm[k].as_str());
@@ -476,7 +479,7 @@ pub fn grade_list(tests: &[String], sm: &BTreeMap<String, String>, fail_only: bo
 }
 
 /// The harness's report.json for one instance.
-pub fn instance_report(id: &str, patch_exists: bool, applied: bool, resolved: bool, lists: Option<(&(Vec<String>, Vec<String>), &(Vec<String>, Vec<String>))>) -> Value {
+pub fn instance_report(id: &str, patch_exists: bool, applied: bool, resolved: bool, lists: Option<(&Graded, &Graded)>) -> Value {
     let mut r = json!({
         "patch_is_None": false,
         "patch_exists": patch_exists,
@@ -492,100 +495,6 @@ pub fn instance_report(id: &str, patch_exists: bool, applied: bool, resolved: bo
         });
     }
     json!({ id: r })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn records() -> Vec<Value> {
-        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench/instances.jsonl");
-        match std::fs::read_to_string(&p) {
-            Ok(t) => t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect(),
-            Err(_) => {
-                eprintln!("SKIPPED: {} is not here", p.display());
-                vec![]
-            }
-        }
-    }
-
-    #[test]
-    fn derived_eval_scripts_are_the_records_own() {
-        let recs = records();
-        for r in &recs {
-            let s = |k: &str| r[k].as_str().unwrap().to_string();
-            let made = eval_script(&s("repo"), &s("version"), &s("base_commit"), &s("test_patch")).unwrap();
-            assert_eq!(made, s("eval_script"), "{}", s("instance_id"));
-        }
-    }
-
-    #[test]
-    fn derived_image_names_and_parsers_are_the_records_own() {
-        for r in &records() {
-            let s = |k: &str| r[k].as_str().unwrap().to_string();
-            assert_eq!(image_name(&s("instance_id"), Some("swebench"), "latest", "x86_64"), s("image"));
-            assert_eq!(Parser::for_repo(&s("repo")), Parser::by_name(&s("log_parser")), "{}", s("instance_id"));
-        }
-        assert_eq!(image_name("django__django-11099", None, "latest", "arm64"), "sweb.eval.arm64.django__django-11099:latest");
-        assert_eq!(image_name("Django__django-1", Some("me"), "v2", "x86_64"), "me/sweb.eval.x86_64.django_1776_django-1:v2");
-    }
-
-    #[test]
-    fn parsers_read_what_the_runners_print() {
-        let log = "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - assert 1 == 2\nSKIPPED [2] tests/a.py:10: no\nXFAIL tests/a.py::test_z - reason\nERROR tests/b.py::test_w\nFAILED\n";
-        let m = Parser::Pytest.parse(log);
-        assert_eq!(m["tests/a.py::test_x"], "PASSED");
-        assert_eq!(m["tests/a.py::test_y"], "FAILED");
-        assert_eq!(m["tests/a.py::test_z"], "XFAIL");
-        assert_eq!(m["tests/b.py::test_w"], "ERROR");
-        assert!(!m.contains_key("[2]"));
-        let m = Parser::PytestOptions.parse("PASSED tests/t.py::test_f[/tmp/abc/input.py]\nPASSED tests/t.py::test_g[//x/y]\n");
-        assert!(m.contains_key("tests/t.py::test_f[/input.py]"), "{m:?}");
-        assert!(m.contains_key("tests/t.py::test_g[//x/y]"));
-        let m = Parser::Django.parse("test_a (m.T) ... ok\ntest_b (m.T) ... FAIL\ntest_c (m.T) ... skipped 'x'\ntest_d (m.T) ... some output\nok\nFAIL: test_e (m.T)\n");
-        assert_eq!(m["test_a (m.T)"], "PASSED");
-        assert_eq!(m["test_b (m.T)"], "FAILED");
-        assert_eq!(m["test_c (m.T)"], "SKIPPED");
-        assert_eq!(m["test_d (m.T)"], "PASSED");
-        assert_eq!(m["test_e"], "FAILED");
-        let m = Parser::Sympy.parse("test_one ok\ntest_two F\n________ sympy/core/tests/test_x.py:test_three ________\n");
-        assert_eq!(m["test_one"], "PASSED");
-        assert_eq!(m["test_two"], "FAILED");
-        assert_eq!(m["sympy/core/tests/test_x.py:test_three"], "FAILED");
-        let m = Parser::PytestV2.parse("\x1b[32mPASSED\x1b[0m tests/t.py::test_a\ntests/t.py::test_b FAILED\n");
-        assert_eq!(m["tests/t.py::test_a"], "PASSED", "{m:?}");
-        assert_eq!(m["tests/t.py::test_b"], "FAILED");
-        let m = Parser::Seaborn.parse("tests/t.py::T::test_a PASSED [ 50%]\nFAILED tests/t.py::T::test_b - x\n");
-        assert_eq!(m["tests/t.py::T::test_a"], "PASSED");
-        assert_eq!(m["tests/t.py::T::test_b"], "FAILED");
-        assert_eq!(Parser::Matplotlib.parse("PASSED t.py::test[MouseButton.LEFT]\n")["t.py::test[1]"], "PASSED");
-    }
-
-    #[test]
-    fn only_the_marked_section_is_graded_and_bad_codes_void_it() {
-        let p = Parser::Pytest;
-        let log = format!("PASSED early::test\n+ : '{START}'\nPASSED t::a\nFAILED t::b\n+ : '{END}'\nPASSED t::b\n");
-        let m = logs_eval(p, &log).unwrap();
-        assert_eq!(m.get("t::b").map(String::as_str), Some("FAILED"));
-        assert!(!m.contains_key("early::test"));
-        assert!(logs_eval(p, "PASSED t::a\n").is_err());
-        assert!(logs_eval(p, &format!("{log}\n>>>>> Tests Timed Out\n")).is_err());
-        // Nothing parsed between the markers: the whole log, as the harness falls back.
-        let m = logs_eval(p, &format!("PASSED x::y\n{START}\n{END}\n")).unwrap();
-        assert_eq!(m["x::y"], "PASSED");
-    }
-
-    #[test]
-    fn grading_counts_missing_as_failed_and_honours_fail_only() {
-        let sm: BTreeMap<String, String> = [("a", "PASSED"), ("b", "XFAIL"), ("c", "SKIPPED"), ("d", "ERROR"), ("t[log(photon) x]", "PASSED")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
-        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        let (ok, bad) = grade_list(&l(&["a", "b", "c", "d", "e", "t[log(photon"]), &sm, false);
-        assert_eq!(ok, l(&["a", "b", "t[log(photon"]));
-        assert_eq!(bad, l(&["c", "d", "e"]));
-        let (ok, bad) = grade_list(&l(&["a", "c", "d", "e"]), &sm, true);
-        assert_eq!(ok, l(&["a", "c", "d", "e"]));
-        assert!(bad.is_empty());
-    }
 }
 
 // ---- Running an instance the harness's way ----
@@ -939,4 +848,98 @@ pub fn write_run_report(o: &Options, preds: &Predictions, ids: &[String], result
     let path = o.output.join(format!("{}.{}.json", dir_name(&model.replace('/', "__")), dir_name(&o.run_id)));
     std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records() -> Vec<Value> {
+        let p = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/swebench/instances.jsonl");
+        match std::fs::read_to_string(&p) {
+            Ok(t) => t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect(),
+            Err(_) => {
+                eprintln!("SKIPPED: {} is not here", p.display());
+                vec![]
+            }
+        }
+    }
+
+    #[test]
+    fn derived_eval_scripts_are_the_records_own() {
+        let recs = records();
+        for r in &recs {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            let made = eval_script(&s("repo"), &s("version"), &s("base_commit"), &s("test_patch")).unwrap();
+            assert_eq!(made, s("eval_script"), "{}", s("instance_id"));
+        }
+    }
+
+    #[test]
+    fn derived_image_names_and_parsers_are_the_records_own() {
+        for r in &records() {
+            let s = |k: &str| r[k].as_str().unwrap().to_string();
+            assert_eq!(image_name(&s("instance_id"), Some("swebench"), "latest", "x86_64"), s("image"));
+            assert_eq!(Parser::for_repo(&s("repo")), Parser::by_name(&s("log_parser")), "{}", s("instance_id"));
+        }
+        assert_eq!(image_name("django__django-11099", None, "latest", "arm64"), "sweb.eval.arm64.django__django-11099:latest");
+        assert_eq!(image_name("Django__django-1", Some("me"), "v2", "x86_64"), "me/sweb.eval.x86_64.django_1776_django-1:v2");
+    }
+
+    #[test]
+    fn parsers_read_what_the_runners_print() {
+        let log = "PASSED tests/a.py::test_x\nFAILED tests/a.py::test_y - assert 1 == 2\nSKIPPED [2] tests/a.py:10: no\nXFAIL tests/a.py::test_z - reason\nERROR tests/b.py::test_w\nFAILED\n";
+        let m = Parser::Pytest.parse(log);
+        assert_eq!(m["tests/a.py::test_x"], "PASSED");
+        assert_eq!(m["tests/a.py::test_y"], "FAILED");
+        assert_eq!(m["tests/a.py::test_z"], "XFAIL");
+        assert_eq!(m["tests/b.py::test_w"], "ERROR");
+        assert!(!m.contains_key("[2]"));
+        let m = Parser::PytestOptions.parse("PASSED tests/t.py::test_f[/tmp/abc/input.py]\nPASSED tests/t.py::test_g[//x/y]\n");
+        assert!(m.contains_key("tests/t.py::test_f[/input.py]"), "{m:?}");
+        assert!(m.contains_key("tests/t.py::test_g[//x/y]"));
+        let m = Parser::Django.parse("test_a (m.T) ... ok\ntest_b (m.T) ... FAIL\ntest_c (m.T) ... skipped 'x'\ntest_d (m.T) ... some output\nok\nFAIL: test_e (m.T)\n");
+        assert_eq!(m["test_a (m.T)"], "PASSED");
+        assert_eq!(m["test_b (m.T)"], "FAILED");
+        assert_eq!(m["test_c (m.T)"], "SKIPPED");
+        assert_eq!(m["test_d (m.T)"], "PASSED");
+        assert_eq!(m["test_e"], "FAILED");
+        let m = Parser::Sympy.parse("test_one ok\ntest_two F\n________ sympy/core/tests/test_x.py:test_three ________\n");
+        assert_eq!(m["test_one"], "PASSED");
+        assert_eq!(m["test_two"], "FAILED");
+        assert_eq!(m["sympy/core/tests/test_x.py:test_three"], "FAILED");
+        let m = Parser::PytestV2.parse("\x1b[32mPASSED\x1b[0m tests/t.py::test_a\ntests/t.py::test_b FAILED\n");
+        assert_eq!(m["tests/t.py::test_a"], "PASSED", "{m:?}");
+        assert_eq!(m["tests/t.py::test_b"], "FAILED");
+        let m = Parser::Seaborn.parse("tests/t.py::T::test_a PASSED [ 50%]\nFAILED tests/t.py::T::test_b - x\n");
+        assert_eq!(m["tests/t.py::T::test_a"], "PASSED");
+        assert_eq!(m["tests/t.py::T::test_b"], "FAILED");
+        assert_eq!(Parser::Matplotlib.parse("PASSED t.py::test[MouseButton.LEFT]\n")["t.py::test[1]"], "PASSED");
+    }
+
+    #[test]
+    fn only_the_marked_section_is_graded_and_bad_codes_void_it() {
+        let p = Parser::Pytest;
+        let log = format!("PASSED early::test\n+ : '{START}'\nPASSED t::a\nFAILED t::b\n+ : '{END}'\nPASSED t::b\n");
+        let m = logs_eval(p, &log).unwrap();
+        assert_eq!(m.get("t::b").map(String::as_str), Some("FAILED"));
+        assert!(!m.contains_key("early::test"));
+        assert!(logs_eval(p, "PASSED t::a\n").is_err());
+        assert!(logs_eval(p, &format!("{log}\n>>>>> Tests Timed Out\n")).is_err());
+        // Nothing parsed between the markers: the whole log, as the harness falls back.
+        let m = logs_eval(p, &format!("PASSED x::y\n{START}\n{END}\n")).unwrap();
+        assert_eq!(m["x::y"], "PASSED");
+    }
+
+    #[test]
+    fn grading_counts_missing_as_failed_and_honours_fail_only() {
+        let sm: BTreeMap<String, String> = [("a", "PASSED"), ("b", "XFAIL"), ("c", "SKIPPED"), ("d", "ERROR"), ("t[log(photon) x]", "PASSED")].iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (ok, bad) = grade_list(&l(&["a", "b", "c", "d", "e", "t[log(photon"]), &sm, false);
+        assert_eq!(ok, l(&["a", "b", "t[log(photon"]));
+        assert_eq!(bad, l(&["c", "d", "e"]));
+        let (ok, bad) = grade_list(&l(&["a", "c", "d", "e"]), &sm, true);
+        assert_eq!(ok, l(&["a", "c", "d", "e"]));
+        assert!(bad.is_empty());
+    }
 }
