@@ -279,7 +279,7 @@ def frozen(freeze_text):
     out = []
     for l in freeze_text.splitlines():
         l = l.strip()
-        if "==" in l and not l.startswith("-e") and " @ " not in l:
+        if "==" in l and not l.startswith(("-e", "#")) and " @ " not in l:
             out.append(l)
     return sorted(set(out), key=str.lower)
 
@@ -375,7 +375,7 @@ def instance_script(p, rec, lock):
         # reachable (a shallow mirror), a project versioned by setuptools_scm gets the spec's
         # version tagged on the base commit, so that its version is the one the record names.
         "git tag -l 'c-*' | grep -E '^c-[0-9a-f]{12}$' | xargs -r git tag -d >/dev/null",
-        f"git describe --tags >/dev/null 2>&1 || ! grep -qs setuptools_scm pyproject.toml setup.py setup.cfg || git tag {sh_quote(p['version'] + '.0')}",
+        f"git describe --tags >/dev/null 2>&1 || ! grep -Eqs 'setuptools[_-]scm|use_scm_version' pyproject.toml setup.py setup.cfg || git tag {sh_quote(p['version'] + '.0')}",
         "git for-each-ref --format='%(refname)' refs/heads | while read r; do [ \"$r\" = \"$(git symbolic-ref HEAD)\" ] || git update-ref -d \"$r\"; done",
         "git reflog expire --expire=now --all",
         "git -c pack.threads=1 gc --quiet --prune=now",

@@ -171,6 +171,8 @@ fn language_of_tests(test_patch: &str) -> Option<&'static str> {
             "js" | "jsx" | "mjs" | "cjs" => "javascript",
             "ts" | "tsx" => "typescript",
             "c" | "cc" | "cpp" | "cxx" | "h" | "hpp" => "cpp",
+            "php" => "php",
+            "rb" => "ruby",
             _ => continue,
         };
         *counts.entry(lang).or_default() += 1;

@@ -726,7 +726,9 @@ pub fn run(o: &Options, progress: &dyn Fn(&InstanceResult, usize, usize, usize))
     let mut jobs = Vec::new();
     for inst in selected {
         let pred = preds.for_instance(&inst)?;
-        let Some(runner) = cat.get(&inst.language).cloned() else {
+        // A SWE-bench record brings its own image and script: of a runner it needs only the
+        // limits, the python runner's when its language has none (Multilingual's PHP, Ruby, C).
+        let Some(runner) = cat.get(&inst.language).or_else(|| swebench::of(&inst).and(cat.get("python"))).cloned() else {
             done.push(InstanceResult::bare(&inst, "", "", Verdict::Error, Some(format!("no runner for language {:?} in the catalogue", inst.language))));
             continue;
         };

@@ -81,15 +81,34 @@ pub fn image_name(instance_id: &str, namespace: Option<&str>, tag: &str, arch: &
     }
 }
 
-/// Files a patch touches, as the harness's eval script names them (`diff --git a/X b/Y`: X).
+/// Files a patch touches, as the harness's eval script names them (`diff --git a/X b/Y`: Y,
+/// the name after a rename).
 pub fn modified_files(patch: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in patch.lines() {
         if let Some(rest) = line.strip_prefix("diff --git a/") {
             if let Some(i) = rest.find(" b/") {
-                let f = rest[..i].to_string();
+                let f = rest[i + 3..].to_string();
                 if !out.contains(&f) {
                     out.push(f);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every path the test patch names, before and after a rename: what is put back to the base
+/// commit (or removed, when the base has no such file) before the eval script.
+pub fn test_patch_paths(patch: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git a/") {
+            if let Some(i) = rest.find(" b/") {
+                for f in [&rest[..i], &rest[i + 3..]] {
+                    if !out.iter().any(|x| x == f) {
+                        out.push(f.to_string());
+                    }
                 }
             }
         }
@@ -199,6 +218,11 @@ pub enum Parser {
     Seaborn,
     Sympy,
     Matplotlib,
+    /// SWE-bench Multilingual's: `cargo test`, `go test -v`, PHPUnit's testdox, jest --verbose.
+    Cargo,
+    GoTest,
+    PhpUnit,
+    Jest,
 }
 
 impl Parser {
@@ -212,6 +236,10 @@ impl Parser {
             "seaborn" => Parser::Seaborn,
             "sympy" => Parser::Sympy,
             "matplotlib" => Parser::Matplotlib,
+            "cargo" => Parser::Cargo,
+            "gotest" => Parser::GoTest,
+            "phpunit" => Parser::PhpUnit,
+            "jest" => Parser::Jest,
             _ => return None,
         })
     }
@@ -253,6 +281,26 @@ impl Parser {
             Parser::Django => django(log),
             Parser::Seaborn => seaborn(log),
             Parser::Sympy => sympy(log),
+            Parser::Cargo => by_line(log, r"^test\s+(\S+)\s+\.\.\.\s+(\w+)$", |c| match &c[2] {
+                "ok" => Some((c[1].to_string(), "PASSED")),
+                "FAILED" => Some((c[1].to_string(), "FAILED")),
+                _ => None,
+            }),
+            Parser::GoTest => by_line(log, r"^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$", |c| {
+                Some((c[2].to_string(), match &c[1] {
+                    "PASS" => "PASSED",
+                    "FAIL" => "FAILED",
+                    _ => "SKIPPED",
+                }))
+            }),
+            Parser::Jest => by_line(log, r"^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$", |c| {
+                Some((c[2].trim().to_string(), match &c[1] {
+                    "✓" => "PASSED",
+                    "✕" => "FAILED",
+                    _ => "SKIPPED",
+                }))
+            }),
+            Parser::PhpUnit => phpunit(log),
         }
     }
 }
@@ -318,6 +366,39 @@ fn pytest_v2(log: &str) -> BTreeMap<String, String> {
             if t.len() >= 2 {
                 m.insert(t[..t.len() - 1].join(" "), t[t.len() - 1].to_string());
             }
+        }
+    }
+    m
+}
+
+/// A parser that matches each stripped line against one pattern.
+fn by_line(log: &str, pattern: &str, f: impl Fn(&regex::Captures) -> Option<(String, &'static str)>) -> BTreeMap<String, String> {
+    let re = Regex::new(pattern).unwrap();
+    let mut m = BTreeMap::new();
+    for line in log.split('\n') {
+        if let Some((name, status)) = re.captures(line.trim()).as_ref().and_then(&f) {
+            m.insert(name, status.to_string());
+        }
+    }
+    m
+}
+
+fn phpunit(log: &str) -> BTreeMap<String, String> {
+    let (suite_re, test_re) = (Regex::new(r"^(\w.+) \(.+\)$").unwrap(), Regex::new(r"^\s*([✔✘↩])\s*(.*)$").unwrap());
+    let mut m = BTreeMap::new();
+    let mut suite = String::from("None");
+    for line in log.split('\n') {
+        if let Some(c) = suite_re.captures(line) {
+            suite = c[1].to_string();
+            continue;
+        }
+        if let Some(c) = test_re.captures(line) {
+            let status = match &c[1] {
+                "✔" => "PASSED",
+                "✘" => "FAILED",
+                _ => "SKIPPED",
+            };
+            m.insert(format!("{suite} > {}", &c[2]), status.to_string());
         }
     }
     m
@@ -605,7 +686,7 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
     let parser = match &rec.log_parser {
         Some(n) => match Parser::by_name(n) {
             Some(p) => p,
-            None => return fail(r, format!("log parser {n:?} is not one of the harness's Python parsers this build has")),
+            None => return fail(r, format!("log parser {n:?}: not one this build has (the harness's Python parsers, and Multilingual's cargo, gotest, phpunit and jest)")),
         },
         None => match Parser::for_repo(repo) {
             Some(p) => p,
@@ -623,7 +704,7 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
         std::fs::write(input.join("eval.sh"), &script)?;
         std::fs::write(input.join("run.sh"), driver())?;
         std::fs::write(input.join("base_commit"), base_commit)?;
-        std::fs::write(input.join("test_files"), modified_files(test_patch).join("\n") + "\n")?;
+        std::fs::write(input.join("test_files"), test_patch_paths(test_patch).join("\n") + "\n")?;
         std::fs::write(hdir.join("patch.diff"), &patch)?;
         std::fs::write(hdir.join("eval.sh"), &script)?;
         Ok(())
@@ -875,6 +956,39 @@ mod tests {
         }
     }
 
+    /// The published datasets (SWE-bench's `data/*/test.parquet`, named in
+    /// SWEBENCH_PARQUET, colon-separated): every record read from Parquet, and for every
+    /// record of a repository in the table, the script, image name and parser made here are
+    /// the record's own.
+    #[test]
+    fn published_parquet_records_match_what_is_derived() {
+        let Ok(files) = std::env::var("SWEBENCH_PARQUET") else {
+            eprintln!("SKIPPED: published_parquet_records_match_what_is_derived: SWEBENCH_PARQUET names no files");
+            return;
+        };
+        for f in files.split(':').filter(|f| !f.is_empty()) {
+            let insts = crate::eval::dataset::load(std::path::Path::new(f)).unwrap();
+            let (mut checked, mut differ) = (0, Vec::new());
+            for i in &insts {
+                let (Kind::Repo { repo, base_commit, test_patch, swebench: Some(rec), .. }, Some(image)) = (&i.kind, &i.image) else { continue };
+                let (Some(script), Some(spec)) = (&rec.eval_script, spec(repo, &rec.version)) else { continue };
+                let _ = spec;
+                checked += 1;
+                if &eval_script(repo, &rec.version, base_commit, test_patch).unwrap() != script {
+                    differ.push(format!("{} (script)", i.id));
+                }
+                if &image_name(&i.id, Some("swebench"), "latest", "x86_64") != image {
+                    differ.push(format!("{} (image {image})", i.id));
+                }
+                if rec.log_parser.as_deref().map(Parser::by_name) != Some(Parser::for_repo(repo)) {
+                    differ.push(format!("{} (parser {:?})", i.id, rec.log_parser));
+                }
+            }
+            eprintln!("{f}: {} records, {checked} in the table checked, {} differ: {:?}", insts.len(), differ.len(), &differ[..differ.len().min(10)]);
+            assert!(differ.is_empty());
+        }
+    }
+
     #[test]
     fn derived_image_names_and_parsers_are_the_records_own() {
         for r in &records() {
@@ -915,6 +1029,14 @@ mod tests {
         assert_eq!(m["tests/t.py::T::test_a"], "PASSED");
         assert_eq!(m["tests/t.py::T::test_b"], "FAILED");
         assert_eq!(Parser::Matplotlib.parse("PASSED t.py::test[MouseButton.LEFT]\n")["t.py::test[1]"], "PASSED");
+        let m = Parser::Cargo.parse("test a::b ... ok\ntest c ... FAILED\ntest d ... ignored\n");
+        assert_eq!((m["a::b"].as_str(), m["c"].as_str(), m.get("d")), ("PASSED", "FAILED", None));
+        let m = Parser::GoTest.parse("    --- PASS: TestA/sub (0.00s)\n--- FAIL: TestB (0.01s)\n--- SKIP: TestC (0.00s)\n");
+        assert_eq!((m["TestA/sub"].as_str(), m["TestB"].as_str(), m["TestC"].as_str()), ("PASSED", "FAILED", "SKIPPED"));
+        let m = Parser::Jest.parse("  ✓ adds numbers (3 ms)\n  ✕ subtracts\n  ○ skipped one\n");
+        assert_eq!((m["adds numbers"].as_str(), m["subtracts"].as_str(), m["skipped one"].as_str()), ("PASSED", "FAILED", "SKIPPED"));
+        let m = Parser::PhpUnit.parse("Money (Tests\\Money)\n ✔ Can add\n ✘ Can subtract\n");
+        assert_eq!((m["Money > Can add"].as_str(), m["Money > Can subtract"].as_str()), ("PASSED", "FAILED"));
     }
 
     #[test]
