@@ -374,7 +374,7 @@ def instance_script(p, rec, lock):
         # the project's tags, and no version setuptools_scm can read. Without a release tag
         # reachable (a shallow mirror), a project versioned by setuptools_scm gets the spec's
         # version tagged on the base commit, so that its version is the one the record names.
-        "git tag -l 'c-*' | grep -E '^c-[0-9a-f]{12}$' | xargs -r git tag -d >/dev/null",
+        "git tag -l 'c-*' | { grep -E '^c-[0-9a-f]{12}$' || true; } | xargs -r git tag -d >/dev/null",
         f"git describe --tags >/dev/null 2>&1 || ! grep -Eqs 'setuptools[_-]scm|use_scm_version' pyproject.toml setup.py setup.cfg || git tag {sh_quote(p['version'] + '.0')}",
         "git for-each-ref --format='%(refname)' refs/heads | while read r; do [ \"$r\" = \"$(git symbolic-ref HEAD)\" ] || git update-ref -d \"$r\"; done",
         "git reflog expire --expire=now --all",
