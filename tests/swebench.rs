@@ -160,6 +160,8 @@ fn gold_resolves_every_record_no_patch_none_and_runs_agree() {
         assert!(out.contains(">>>>> Start Test Output") && out.contains(">>>>> End Test Output"), "{id}");
         assert_eq!(a.text(&format!("{d}/patch.diff")), r["patch"].as_str().unwrap());
         assert_eq!(a.text(&format!("{d}/eval.sh")), r["eval_script"].as_str().unwrap());
+        let usage = a.json(&format!("{d}/usage.json"));
+        assert!(usage["memory_peak_bytes"].as_u64().unwrap() > 0 && usage["wall_time_s"].as_f64().unwrap() > 0.0, "{usage}");
         let log = a.text(&format!("{d}/run_instance.log"));
         assert!(log.contains(">>>>> Applied Patch") && log.contains("network: none"), "{log}");
     }

@@ -782,6 +782,9 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
         r.memory_peak_bytes >> 20,
     );
     let _ = std::fs::write(hdir.join("run_instance.log"), note);
+    // Our measurements beside the harness's files: the sandbox's usage record (wall, CPU,
+    // peak memory, OOM, exit or signal, limits).
+    let _ = std::fs::copy(&stats, hdir.join("usage.json"));
     let _ = std::fs::write(logs.join("patch.diff"), &patch);
     r
 }
