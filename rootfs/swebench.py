@@ -262,7 +262,9 @@ def tar_dirs(root, dirs, out):
 
 
 def extract(tarball, root):
-    subprocess.run(in_ns(["tar", "-xpf", tarball, "-C", root]), check=True)
+    # Not /dev's nodes (a user namespace cannot make them; the host's /dev is bound there while
+    # the steps run, and the image's own /dev is the base layer's, unchanged).
+    subprocess.run(in_ns(["tar", "-xpf", tarball, "-C", root, "--exclude=./dev/*"]), check=True)
 
 
 def remove(path):
