@@ -346,3 +346,52 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
         assert!(v.len() == 2 && v.values().all(|x| x == "unresolved"), "{m:?}: {v:?}");
     }
 }
+
+/// `rootfs/build.sh swebench` as the unprivileged user (mmdebstrap and the build steps in user
+/// namespaces, its own store): the replica is byte for byte the one root built (.ci/setup), and
+/// resolves gold in that user's own store.
+#[test]
+fn a_replica_built_rootless_is_roots_byte_for_byte() {
+    let test = "a_replica_built_rootless_is_roots_byte_for_byte";
+    if !replicas_ready(test) {
+        return;
+    }
+    let id = "pallets__flask-4992";
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let roots: Vec<PathBuf> = std::fs::read_dir(top.join(".cache/swebench")).unwrap().flatten().map(|e| e.path()).filter(|p| {
+        let n = p.file_name().unwrap().to_string_lossy().to_string();
+        n.starts_with(&format!("{id}-")) && n.ends_with(".tar")
+    }).collect();
+    let [root_archive] = roots.as_slice() else {
+        return skip(test, &format!("root's build of {id} is not in .cache/swebench (bash .ci/setup)"));
+    };
+    let m = Mode::User;
+    let dir = m.owned_dir("swe-rootless-build");
+    for what in ["rootfs", "images"] {
+        assert!(Command::new("cp").arg("-a").arg(top.join(what)).arg(&dir).status().unwrap().success());
+    }
+    std::fs::create_dir_all(dir.join("repos")).unwrap();
+    assert!(Command::new("tar").arg("xzf").arg(shared().join("repos.tar.gz")).arg("-C").arg(dir.join("repos")).status().unwrap().success());
+    let bin = dir.join("polysandbox");
+    std::fs::copy(&fixtures().bin, &bin).unwrap();
+    std::fs::write(dir.join("one.jsonl"), records().iter().find(|r| r["instance_id"] == id).unwrap().to_string() + "\n").unwrap();
+    assert!(Command::new("chown").args(["-R", TEST_USER]).arg(&dir).status().unwrap().success());
+    let store = dir.join("store");
+    let o = Command::new("runuser")
+        .args(["-u", TEST_USER, "--", "env"])
+        .arg(format!("HOME={}", dir.display()))
+        .arg(format!("POLYSANDBOX_BIN={}", bin.display()))
+        .arg(format!("POLYSANDBOX_ROOT={}", store.display()))
+        .args(["bash", "rootfs/build.sh", "swebench", "one.jsonl", "--repos", "repos"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o).lines().rev().take(30).collect::<Vec<_>>().join("\n"));
+    let built = dir.join(".cache/swebench").join(root_archive.file_name().unwrap());
+    assert!(built.exists(), "the rootless build has another key than root's: {}", stdout(&o));
+    let same = Command::new("cmp").arg("-s").arg(root_archive).arg(&built).status().unwrap().success();
+    assert!(same, "{} and {} differ", root_archive.display(), built.display());
+    let file = write_records(m, "rootless.jsonl", &records().into_iter().filter(|r| r["instance_id"] == id).collect::<Vec<_>>());
+    let run = eval(m, "swe-rootless-eval", &[file.to_str().unwrap(), "-p", "gold", "--root", store.to_str().unwrap()], &[]);
+    assert_eq!(run.verdicts()[id], "resolved", "{}", stderr(&run.out));
+}
