@@ -71,7 +71,8 @@ pub struct Common {
     /// Only these instance ids.
     #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID", visible_alias = "instance-ids", alias = "instance_ids")]
     instances: Vec<String>,
-    /// Wall-clock limit per instance (default: the catalogue's per language).
+    /// Wall-clock limit per instance (default: the catalogue's per language; 1800 s for
+    /// SWE-bench records, as its harness).
     #[arg(long, value_parser = units::parse_duration)]
     timeout: Option<Duration>,
     /// CPUs per instance (default: the catalogue's).
