@@ -218,11 +218,14 @@ pub enum Parser {
     Seaborn,
     Sympy,
     Matplotlib,
-    /// SWE-bench Multilingual's: `cargo test`, `go test -v`, PHPUnit's testdox, jest --verbose.
+    /// SWE-bench Multilingual's: `cargo test`, `go test -v`, PHPUnit's testdox, jest --verbose,
+    /// Ant's JUnit lines, Maven (one `-Dtest=` run per test, graded by its BUILD line).
     Cargo,
     GoTest,
     PhpUnit,
     Jest,
+    Ant,
+    Maven,
 }
 
 impl Parser {
@@ -240,6 +243,8 @@ impl Parser {
             "gotest" => Parser::GoTest,
             "phpunit" => Parser::PhpUnit,
             "jest" => Parser::Jest,
+            "ant" => Parser::Ant,
+            "maven" => Parser::Maven,
             _ => return None,
         })
     }
@@ -301,6 +306,8 @@ impl Parser {
                 }))
             }),
             Parser::PhpUnit => phpunit(log),
+            Parser::Ant => by_line(log, r"^\s*\[junit\]\s+\[(PASS|FAIL|ERR)\]\s+(.*)$", |c| Some((c[2].to_string(), if &c[1] == "PASS" { "PASSED" } else { "FAILED" }))),
+            Parser::Maven => maven(log),
         }
     }
 }
@@ -379,6 +386,34 @@ fn by_line(log: &str, pattern: &str, f: impl Fn(&regex::Captures) -> Option<(Str
         if let Some((name, status)) = re.captures(line.trim()).as_ref().and_then(&f) {
             m.insert(name, status.to_string());
         }
+    }
+    m
+}
+
+/// Maven prints no passing tests: each test runs alone (`-Dtest=NAME`), and the BUILD line that
+/// follows says how it went; results that come before their command are matched in order.
+fn maven(log: &str) -> BTreeMap<String, String> {
+    let (name_re, result_re) = (Regex::new(r"^.*-Dtest=(\S+).*$").unwrap(), Regex::new(r"^.*BUILD (SUCCESS|FAILURE)$").unwrap());
+    let mut m = BTreeMap::new();
+    let (mut pending, mut unmatched): (std::collections::VecDeque<String>, std::collections::VecDeque<String>) = Default::default();
+    let status = |s: &str| if s == "SUCCESS" { "PASSED" } else { "FAILED" }.to_string();
+    for line in log.split('\n') {
+        let line = line.trim();
+        if let Some(c) = name_re.captures(line) {
+            pending.push_back(c[1].to_string());
+        }
+        if let Some(c) = result_re.captures(line) {
+            match pending.pop_front() {
+                Some(t) => {
+                    m.insert(t, status(&c[1]));
+                }
+                None => unmatched.push_back(c[1].to_string()),
+            }
+        }
+    }
+    while let (Some(t), Some(s)) = (pending.front().cloned(), unmatched.pop_front()) {
+        pending.pop_front();
+        m.insert(t, status(&s));
     }
     m
 }
@@ -686,7 +721,7 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
     let parser = match &rec.log_parser {
         Some(n) => match Parser::by_name(n) {
             Some(p) => p,
-            None => return fail(r, format!("log parser {n:?}: not one this build has (the harness's Python parsers, and Multilingual's cargo, gotest, phpunit and jest)")),
+            None => return fail(r, format!("log parser {n:?}: not one this build has (the harness's Python parsers, and Multilingual's cargo, gotest, phpunit, jest, ant and maven)")),
         },
         None => match Parser::for_repo(repo) {
             Some(p) => p,
@@ -1038,6 +1073,10 @@ mod tests {
         assert_eq!((m["TestA/sub"].as_str(), m["TestB"].as_str(), m["TestC"].as_str()), ("PASSED", "FAILED", "SKIPPED"));
         let m = Parser::Jest.parse("  ✓ adds numbers (3 ms)\n  ✕ subtracts\n  ○ skipped one\n");
         assert_eq!((m["adds numbers"].as_str(), m["subtracts"].as_str(), m["skipped one"].as_str()), ("PASSED", "FAILED", "SKIPPED"));
+        let m = Parser::Ant.parse("    [junit] [PASS] testA\n    [junit] [ERR] testB\n");
+        assert_eq!((m["testA"].as_str(), m["testB"].as_str()), ("PASSED", "FAILED"));
+        let m = Parser::Maven.parse("+ mvn test -Dtest=FooTest#a\n[INFO] BUILD SUCCESS\n+ mvn test -Dtest=FooTest#b\n+ mvn test -Dtest=FooTest#c\n[INFO] BUILD FAILURE\n[INFO] BUILD SUCCESS\n");
+        assert_eq!((m["FooTest#a"].as_str(), m["FooTest#b"].as_str(), m["FooTest#c"].as_str()), ("PASSED", "FAILED", "PASSED"));
         let m = Parser::PhpUnit.parse("Money (Tests\\Money)\n ✔ Can add\n ✘ Can subtract\n");
         assert_eq!((m["Money > Can add"].as_str(), m["Money > Can subtract"].as_str()), ("PASSED", "FAILED"));
     }
