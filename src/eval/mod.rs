@@ -594,48 +594,26 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         return r;
     }
     const REPORT: &str = "/polysandbox-report";
-    let stats = logs.join("usage.json");
-    let _ = std::fs::remove_file(&stats);
-    let output_path = logs.join("test_output.txt");
-    let out = match std::fs::File::create(&output_path) {
-        Ok(f) => f,
-        Err(e) => {
-            r.reason = Some(format!("{}: {e}", output_path.display()));
-            return r;
-        }
-    };
     let script = prepared.setup.iter().map(|s| s.as_str()).chain(["exec \"$@\""]).collect::<Vec<_>>().join(" && ");
-    let mut cmd = polysandbox(o);
-    cmd.args(["--timeout", &job.timeout, "--memory", &job.memory.to_string(), "--cpus", &job.cpus.to_string(), "--output-limit", "16M"])
-        .arg("--stats-json")
-        .arg(&stats)
-        .arg("-v")
+    let mut cmd = job_command(o, job, logs, "16M");
+    cmd.arg("-v")
         .arg(format!("{}:{}", prepared.tree.display(), prepared.mount))
         .arg("-v")
         .arg(format!("{}:{REPORT}", report_dir.display()))
         .args(["-w", &prepared.mount]);
-    if o.network_host {
-        cmd.args(["--network", "host"]);
-    }
     // `{memory}` in an environment value is the memory limit in bytes (e.g. the JVM's MaxRAM:
     // it cannot see a v1 cgroup's limit from inside the sandbox).
     for e in &job.runner.env {
         cmd.args(["-e", &e.replace("{memory}", &job.memory.to_string())]);
     }
     cmd.arg(&job.image).args(["--", "sh", "-c", &script, "sh"]).args(prepared.test.iter().map(|a| a.replace("{report}", REPORT)));
-    let child = cmd.stdin(Stdio::null()).stdout(out.try_clone().unwrap()).stderr(out).spawn();
-    let mut child = match child {
-        Ok(c) => c,
+    let (output, record) = match run_job(o, cmd, logs, children) {
+        Ok(x) => x,
         Err(e) => {
-            r.reason = Some(format!("{}: {e}", o.binary.display()));
+            r.reason = Some(e);
             return r;
         }
     };
-    children.lock().unwrap().insert(child.id());
-    let _ = child.wait();
-    children.lock().unwrap().remove(&child.id());
-    let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
-    let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
     grade(&job.inst, &job.runner, &check, job.cal.as_ref(), record, &output, &report_dir, &mut r);
     // The runner's report files go with the logs: regular files and directories only (a
     // symlink the sandbox left there would point whoever reads or uploads the logs at a host
@@ -648,6 +626,36 @@ fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &
         });
     }
     r
+}
+
+/// The `polysandbox run` of a job, up to its own binds and command: its limits, its usage
+/// record at `logs/usage.json`, and the host's network when asked for.
+pub(crate) fn job_command(o: &Options, job: &Job, logs: &Path, output_limit: &str) -> Command {
+    let mut cmd = polysandbox(o);
+    cmd.args(["--timeout", &job.timeout, "--memory", &job.memory.to_string(), "--cpus", &job.cpus.to_string(), "--output-limit", output_limit])
+        .arg("--stats-json")
+        .arg(logs.join("usage.json"));
+    if o.network_host {
+        cmd.args(["--network", "host"]);
+    }
+    cmd
+}
+
+/// Runs a job's sandbox with its stdout and stderr in `logs/test_output.txt`, killable by an
+/// interrupt; returns that output and the usage record (none if the sandbox left none).
+pub(crate) fn run_job(o: &Options, mut cmd: Command, logs: &Path, children: &Mutex<HashSet<u32>>) -> Result<(String, Option<crate::sandbox::report::Report>), String> {
+    let stats = logs.join("usage.json");
+    let _ = std::fs::remove_file(&stats);
+    let output_path = logs.join("test_output.txt");
+    let out = std::fs::File::create(&output_path).map_err(|e| format!("{}: {e}", output_path.display()))?;
+    let err = out.try_clone().map_err(|e| format!("{}: {e}", output_path.display()))?;
+    let mut child = cmd.stdin(Stdio::null()).stdout(out).stderr(err).spawn().map_err(|e| format!("{}: {e}", o.binary.display()))?;
+    children.lock().unwrap().insert(child.id());
+    let _ = child.wait();
+    children.lock().unwrap().remove(&child.id());
+    let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
+    let record = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    Ok((output, record))
 }
 
 /// Removes everything under `dir` that is neither a regular file nor a directory (never

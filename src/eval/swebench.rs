@@ -621,7 +621,6 @@ use super::parse::{Status, TestResult};
 use super::{Grade, InstanceResult, Job, Options, Verdict};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::Stdio;
 use std::sync::Mutex;
 
 /// The SWE-bench columns of an instance, when it is one.
@@ -748,42 +747,19 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
         r.reason = Some(format!("{}: {e}", scratch.display()));
         return r;
     }
-    let stats = logs.join("usage.json");
-    let _ = std::fs::remove_file(&stats);
-    let output_path = logs.join("test_output.txt");
-    let out = match std::fs::File::create(&output_path) {
-        Ok(f) => f,
-        Err(e) => {
-            r.reason = Some(format!("{}: {e}", output_path.display()));
-            return r;
-        }
-    };
-    let mut cmd = super::polysandbox(o);
-    cmd.args(["--timeout", &job.timeout, "--memory", &job.memory.to_string(), "--cpus", &job.cpus.to_string(), "--output-limit", "64M"])
-        .arg("--stats-json")
-        .arg(&stats)
-        .arg("-v")
-        .arg(format!("{}:/polysandbox-in:ro", input.display()))
-        .args(["-w", "/testbed"]);
-    if o.network_host {
-        cmd.args(["--network", "host"]);
-    } else {
+    let mut cmd = super::job_command(o, job, logs, "64M");
+    cmd.arg("-v").arg(format!("{}:/polysandbox-in:ro", input.display())).args(["-w", "/testbed"]);
+    if !o.network_host {
         cmd.args(["-e", "PIP_NO_INDEX=1", "-e", "PIP_NO_BUILD_ISOLATION=0"]);
     }
     cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
-    let child = cmd.stdin(Stdio::null()).stdout(out.try_clone().unwrap()).stderr(out).spawn();
-    let mut child = match child {
-        Ok(c) => c,
+    let (output, record) = match super::run_job(o, cmd, logs, children) {
+        Ok(x) => x,
         Err(e) => {
-            r.reason = Some(format!("{}: {e}", o.binary.display()));
+            r.reason = Some(e);
             return r;
         }
     };
-    children.lock().unwrap().insert(child.id());
-    let _ = child.wait();
-    children.lock().unwrap().remove(&child.id());
-    let output = std::fs::read(&output_path).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
-    let record: Option<crate::sandbox::report::Report> = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
     let sep = format!("\n{EVAL_SEPARATOR}\n");
     let (apply_log, test_output) = match output.find(&sep) {
         Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
@@ -819,7 +795,7 @@ pub(crate) fn run_instance(o: &Options, job: &Job, scratch: &Path, logs: &Path, 
     let _ = std::fs::write(hdir.join("run_instance.log"), note);
     // Our measurements beside the harness's files: the sandbox's usage record (wall, CPU,
     // peak memory, OOM, exit or signal, limits).
-    let _ = std::fs::copy(&stats, hdir.join("usage.json"));
+    let _ = std::fs::copy(logs.join("usage.json"), hdir.join("usage.json"));
     let _ = std::fs::write(logs.join("patch.diff"), &patch);
     r
 }
