@@ -39,7 +39,6 @@ import ast
 import collections
 import hashlib
 import importlib
-import importlib.util
 import inspect
 import json
 import os
@@ -56,11 +55,27 @@ GENERATED_BY = "rootfs/multi_swebench_table.py"
 
 # Family id -> the name of our parser that reads that family's logs the way its parse_log does.
 # Families not listed here (or listed as None) have no parser of ours.
+#
+# At harness commit 24f493f8a103 the 2020 rendered parse_logs fall into 1924 families, 1895 of
+# them with one instance (most modules carry their own generated parse_log); only one family has
+# 15 or more instances, the libtest one below (16). The next largest, below that threshold and
+# so not assigned, with their shapes as suggestions only:
+#   msb-7b628ad046d0 (14, golang/beego/beego.py): `go test -v` lines, `--- PASS|FAIL|SKIP: (\S+)`
+#       on stripped lines, plus a second, loose fail regex `FAIL:?\s?(.+?)\s` (so NOT exactly
+#       the plain go-test shape: it also counts e.g. a package's `FAIL\tpkg 0.1s` line);
+#       failure wins over pass; a skip is only kept if the test also failed (a harness quirk).
+#   msb-e4dc03950b13 (9, python/Qiskit/qiskit.py): SWE-bench's parse_log_pytest_v2 shape
+#       (ANSI codes stripped; `STATUS name` lines, `FAILED name - msg`, or `name STATUS` for
+#       old pytest), but STATUS is any of Multi-SWE-bench's TestStatus values (PASS, FAIL,
+#       SKIP, NONE, PASSED, FAILED, SKIPPED, ERROR, XFAIL), then mapping_to_testresult.
+#   msb-796b8c28ea9d (8, java/junitteam/junit5.py): Gradle `> Task :x [UP-TO-DATE|FROM-CACHE|
+#       FAILED|SKIPPED|NO-SOURCE]` tasks plus `Class > test PASSED|FAILED|SKIPPED` lines.
 FAMILY_PARSERS = {
     # libtest lines, `test (\S+) ... ok|FAILED|ignored` matched on stripped lines
-    # (sharkdp/fd, tokio-rs/bytes, most of the Rust repositories)
+    # (sharkdp/fd, tokio-rs/bytes, BurntSushi/ripgrep: 16 instances)
     "msb-4a5d5bacb3c0": "msb-libtest",
-    # jest: PASS/FAIL suite lines and ✓/✕ test lines (iamkun/dayjs)
+    # jest: `PASS|FAIL <suite>` lines and `✓|✕ <test>` lines, tests named `<suite>:<test>`
+    # (iamkun/dayjs, anuraghazra/github-readme-stats)
     "msb-2ea228a85b3f": "msb-jest-suites",
 }
 
@@ -255,7 +270,7 @@ def main():
     root, commit = get_harness(args.harness)
     commit = args.commit or commit
     # Some harness modules print at import: keep our stdout for ourselves.
-    real_stdout, sys.stdout = sys.stdout, open(os.devnull, "w")
+    sys.stdout = open(os.devnull, "w")
     if not re.fullmatch(r"[0-9a-f]{40}", commit or ""):
         sys.exit(f"cannot tell the harness's commit from {args.harness}")
     install_stand_ins()
@@ -461,10 +476,12 @@ def main():
     for family, p in top:
         print(f"  {family} {p['instances']:5d}  {p['example']}  {p['parser'] or '-'}", file=err)
     if nonstandard_names:
+        shapes = collections.Counter(n for _, n in nonstandard_names)
         print(f"{len(nonstandard_names)} instance images not named "
-              f"mswebench/@@ORG@@_m_@@REPO@@:pr-@@NUMBER@@:", file=err)
-        for k, n in sorted(nonstandard_names):
-            print(f"  {k}: {n}", file=err)
+              f"mswebench/@@ORG@@_m_@@REPO@@:pr-@@NUMBER@@ (kept as rendered):", file=err)
+        for n, c in sorted(shapes.items(), key=lambda kv: (-kv[1], kv[0])):
+            example = min(k for k, x in nonstandard_names if x == n)
+            print(f"  {c:5d}  {n}  (e.g. {example})", file=err)
     if notes:
         kinds = collections.Counter()
         for k, n in notes.items():
