@@ -200,6 +200,36 @@ exec /bin/sh /polysandbox-in/test.sh
     ))
 }
 
+/// A Multi-SWE-bench record's sandbox, in the harness's image as its prepare.sh left it (the
+/// repository at `/home/<repo>`, dependencies built, tracked files it changed left changed):
+/// the record's test patch and the prediction (its sections for the test patch's files left
+/// out on the host, see patch::without_files) put at `/home/test.patch` and `/home/fix.patch`,
+/// where the harness mounts them; `git apply --check` of the two, as the fix run's own
+/// `git apply` will take them, so that a prediction that does not apply is told from one whose
+/// tests fail (no code of the prediction's runs before it); then the harness's fix-run command
+/// (`/polysandbox-in/fix_run`, e.g. `bash /home/fix-run.sh`), which applies both and runs the
+/// tests. Nothing but `git apply` touches the tree: the prediction is applied exactly as the
+/// harness applies it.
+pub fn multi_swebench(nonce: &str, workdir: &str) -> String {
+    let sep = separator(nonce);
+    let wd = super::prepare::shell_quote(workdir);
+    format!(
+        r#"{PRELUDE}cd {wd} 2>/dev/null || {{ echo "polysandbox: the image has no {workdir} (the harness's tree)"; exit {SETUP_FAILED}; }}
+cp /polysandbox-in/test.patch /home/test.patch && cp /polysandbox-in/fix.patch /home/fix.patch || {{ echo "polysandbox: could not write /home/test.patch and /home/fix.patch"; exit {SETUP_FAILED}; }}
+if [ -s /home/test.patch ] && ! g apply --check /home/test.patch > /tmp/.ps-apply.log 2>&1; then
+  ps_show 65536 < /tmp/.ps-apply.log; echo ">>>>> polysandbox: the dataset's test patch does not apply"; exit {TEST_PATCH_FAILED}
+fi
+if ! g apply --check /home/test.patch /home/fix.patch > /tmp/.ps-apply.log 2>&1; then
+  ps_show 65536 < /tmp/.ps-apply.log; echo ">>>>> Patch Apply Failed"; exit {APPLY_FAILED}
+fi
+rm -f /tmp/.ps-apply.log
+echo "{sep}"
+export GIT_CONFIG_PARAMETERS="'core.hookspath=/dev/null' 'core.fsmonitor=false'"
+exec /bin/bash -c "$(cat /polysandbox-in/fix_run)"
+"#
+    )
+}
+
 /// What the output of a driver says happened before the tests: `None` when the separator came
 /// (the tests ran; their exit status is theirs); else the driver's own exit, which no code of
 /// the prediction's can have chosen.
@@ -248,7 +278,7 @@ mod tests {
     /// The drivers are POSIX sh (dash runs the exercise images' `sh`): each parses.
     #[test]
     fn drivers_parse_as_posix_sh() {
-        for s in [exercise_prepare(), swebench("0123"), repo("0123")] {
+        for s in [exercise_prepare(), swebench("0123"), repo("0123"), multi_swebench("0123", "/home/it's")] {
             let o = Command::new("dash")
                 .args(["-n", "-c", &s])
                 .output()

@@ -19,6 +19,9 @@ pub enum Kind {
         /// A SWE-bench record (its repository in the harness's table, or an eval_script of its
         /// own): run as the harness runs it, in its own image (see formats/swebench/).
         swebench: Option<SweBenchRecord>,
+        /// A Multi-SWE-bench record: run as its harness runs it, in its own image (see
+        /// formats/multi_swebench/).
+        multi: Option<Box<MultiRecord>>,
     },
     /// Solution code and test code, joined into one file and run.
     Snippet { gold: String, stub: String, test: String },
@@ -84,4 +87,28 @@ pub struct SweBenchRecord {
     pub log_parser: Option<String>,
     /// `pass_and_fail` (the default) or `fail_only`.
     pub eval_type: Option<String>,
+}
+
+/// What a Multi-SWE-bench record carries besides a repository instance's common fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MultiRecord {
+    pub org: String,
+    /// The repository's name (without its organisation).
+    pub name: String,
+    pub number: u64,
+    /// The harness's `number_interval` and `tag` (empty when the record has none): which of a
+    /// repository's definitions it takes.
+    pub number_interval: String,
+    pub tag: String,
+    pub base_ref: String,
+    pub base_label: String,
+    /// The record's test lists by kind: fail, skip and none to pass, and pass to pass.
+    pub f2p: Vec<String>,
+    pub p2p: Vec<String>,
+    pub s2p: Vec<String>,
+    pub n2p: Vec<String>,
+    /// The harness's own results of its three runs, as the record publishes them.
+    pub run_result: crate::eval::parsers::Sets,
+    pub test_patch_result: crate::eval::parsers::Sets,
+    pub fix_patch_result: Option<crate::eval::parsers::Sets>,
 }

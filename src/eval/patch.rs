@@ -3,7 +3,9 @@
 //! - its per-file sections, for the tamper checks ([`sections`]);
 //! - the SWE-bench harness's own readings, kept to its regexes so its scripts come out the
 //!   same ([`modified_files`], [`test_patch_paths`]);
-//! - the diff of a file for the logs ([`unified_diff`]).
+//! - the diff of a file for the logs ([`unified_diff`]);
+//! - a patch less the files of another ([`without_files`]): Multi-SWE-bench's test files kept
+//!   as its test patch makes them, whatever the prediction does to them.
 //!
 //! Patches are applied inside the sandbox, never on the host: by the drivers (driver.rs), in
 //! the harness's three attempts.
@@ -269,6 +271,81 @@ pub fn sections(patch: &str) -> Vec<(String, String)> {
     out
 }
 
+/// A patch less its file sections that name any of `paths` (as `git apply` and GNU patch read
+/// names: `diff --git`, `---`/`+++` less their `a/`/`b/`, `rename`/`copy` names): what is left,
+/// byte for byte, and the paths of the sections left out. A section starts at `diff --git` or
+/// `Index:`, or at a `---`/`+++` pair outside a section's header; hunk bodies are counted by
+/// their headers, so no line of content starts one.
+pub fn without_files(patch: &str, paths: &[String]) -> (String, Vec<String>) {
+    let lines: Vec<&str> = patch.split_inclusive('\n').collect();
+    let bare = |i: usize| lines.get(i).map(|l| l.trim_end_matches(['\n', '\r'])).unwrap_or("");
+    let mut starts = Vec::new();
+    // In the header of a `diff --git` or `Index:` section (no hunk yet): its `---` is its own.
+    let mut header = false;
+    let mut i = 0;
+    while i < lines.len() {
+        let line = bare(i);
+        if line.starts_with("diff --git ") || line.starts_with("Index: ") {
+            starts.push(i);
+            header = true;
+        } else if line.starts_with("--- ") && bare(i + 1).starts_with("+++ ") {
+            if !header {
+                starts.push(i);
+            }
+            header = false;
+            i += 2;
+            continue;
+        } else if let Some(h) = line.strip_prefix("@@ -") {
+            header = false;
+            let count = |s: &str| -> usize { s.split(',').nth(1).and_then(|n| n.parse().ok()).unwrap_or(1) };
+            let mut it = h.split(' ');
+            let (old, new) = (
+                it.next().map(count).unwrap_or(0),
+                it.next().and_then(|n| n.strip_prefix('+')).map(count).unwrap_or(0),
+            );
+            let (mut o, mut n) = (0, 0);
+            i += 1;
+            while i < lines.len() && (o < old || n < new) {
+                match lines[i].as_bytes().first() {
+                    Some(b'+') => n += 1,
+                    Some(b'-') => o += 1,
+                    Some(b'\\') => {}
+                    _ => {
+                        o += 1;
+                        n += 1;
+                    }
+                }
+                i += 1;
+            }
+            continue;
+        } else if line.starts_with("GIT binary patch") {
+            header = false;
+        }
+        i += 1;
+    }
+    let mut kept = String::new();
+    let mut dropped = Vec::new();
+    let bounds: Vec<usize> = starts.iter().copied().chain([lines.len()]).collect();
+    kept.extend(lines[..bounds[0]].iter().copied());
+    for w in bounds.windows(2) {
+        let text: String = lines[w[0]..w[1]].concat();
+        let names: Vec<String> = named_paths(&text)
+            .into_iter()
+            .map(|n| match n.how {
+                "diff --git" | "---" | "+++" => {
+                    n.path.strip_prefix("a/").or_else(|| n.path.strip_prefix("b/")).unwrap_or(&n.path).to_string()
+                }
+                _ => n.path,
+            })
+            .collect();
+        match names.iter().find(|n| paths.contains(n)) {
+            Some(hit) => dropped.push(hit.clone()),
+            None => kept.push_str(&text),
+        }
+    }
+    (kept, dropped)
+}
+
 /// Files a patch touches, as the harness's eval script names them (`diff --git a/X b/Y`: Y,
 /// the name after a rename).
 pub fn modified_files(patch: &str) -> Vec<String> {
@@ -332,6 +409,29 @@ pub fn unified_diff(rel: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> String
         .context_radius(3)
         .header(&la, &lb)
         .to_string()
+}
+
+#[cfg(test)]
+mod without_files_tests {
+    use super::*;
+
+    #[test]
+    fn the_sections_of_other_files_are_left_out_whatever_their_style() {
+        let tests = vec!["tests/t.rs".to_string(), "old/name.rs".to_string()];
+        let git = "diff --git a/src/lib.rs b/src/lib.rs\nindex 1..2 100644\n--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,2 +1 @@\n-a\n+b\n--- not a header\n";
+        let test = "diff --git a/tests/t.rs b/tests/t.rs\n--- a/tests/t.rs\n+++ b/tests/t.rs\n@@ -1 +1 @@\n-x\n+y\n";
+        let renamed = "diff --git a/old/name.rs b/src/new.rs\nsimilarity index 90%\nrename from old/name.rs\nrename to src/new.rs\n";
+        let plain = "--- tests/t.rs\n+++ tests/t.rs\n@@ -1 +1 @@\n-x\n+z\n";
+        let binary = "diff --git a/tests/t.rs b/tests/t.rs\nGIT binary patch\nliteral 3\nKcmZ>\n\n";
+        let patch = format!("From: someone\n\n{git}{test}{plain}{renamed}{binary}");
+        let (kept, dropped) = without_files(&patch, &tests);
+        // The hunk's own `--- not a header` line is content: no section starts there.
+        assert_eq!(kept, format!("From: someone\n\n{git}"));
+        assert_eq!(dropped, vec!["tests/t.rs", "tests/t.rs", "old/name.rs", "tests/t.rs"]);
+        // Nothing to leave out: the patch as it was.
+        assert_eq!(without_files(&patch, &[]), (patch.clone(), vec![]));
+        assert_eq!(without_files(git, &tests).0, git);
+    }
 }
 
 #[cfg(test)]

@@ -46,8 +46,14 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
     let mut map = BTreeMap::new();
     let mut models = BTreeMap::new();
     for (n, v) in read_records(path).map_err(|e| format!("predictions: {e}"))?.iter().enumerate() {
+        // Multi-SWE-bench's own patch files name an instance by org, repo and number.
+        let harness_id = || match (string(v, &["org"]), string(v, &["repo"]), string(v, &["number"])) {
+            (Some(o), Some(r), Some(n)) => Some(format!("{o}__{r}-{n}")),
+            _ => None,
+        };
         let id = string(v, &["instance_id", "task_id", "_id", "id"])
-            .ok_or_else(|| format!("predictions {spec} record {}: no instance_id", n + 1))?;
+            .or_else(harness_id)
+            .ok_or_else(|| format!("predictions {spec} record {}: no instance_id (nor org, repo and number)", n + 1))?;
         let pred = if let Some(p) = string(v, &["model_patch", "fix_patch", "patch"]) {
             Prediction::Patch(p)
         } else if ["model_patch", "fix_patch", "patch"].iter().any(|k| v.get(*k).is_some_and(|x| x.is_null())) {

@@ -153,6 +153,7 @@ fn repository_fields(v: &Value, at: &str) -> Result<Instance, String> {
                 .map_err(|e| format!("{id}: {e}"))?,
             test_cmd: string(v, &["test_cmd", "test_command"]),
             swebench: None,
+            multi: None,
         },
     })
 }

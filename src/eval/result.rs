@@ -117,6 +117,19 @@ pub struct InstanceResult {
     /// `--strict`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tampering: Vec<String>,
+    /// The gold patch's run against what the dataset records of the harness's own (a
+    /// Multi-SWE-bench record's `fix_patch_result`): every test's status compared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_check: Option<RecordCheck>,
+}
+
+/// A run's per-test statuses against the ones the dataset records for the same patch.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct RecordCheck {
+    /// How many tests either names.
+    pub tests: usize,
+    /// Each test whose status differs, and how.
+    pub differ: Vec<String>,
 }
 
 impl InstanceResult {
@@ -162,6 +175,7 @@ impl InstanceResult {
             excluded: false,
             after_prediction: false,
             tampering: vec![],
+            record_check: None,
         }
     }
 }

@@ -168,12 +168,12 @@ pub fn run(
     let preds = load_predictions(&o.predictions, &all)?;
     let selected = select(all, o)?;
     // Each format's instances, for the files it writes of its own.
-    let mut by_format: Vec<(&'static dyn formats::Format, Vec<String>)> =
+    let mut by_format: Vec<(&'static dyn formats::Format, Vec<Instance>)> =
         formats::REGISTRY.iter().map(|f| (*f, Vec::new())).collect();
     for i in &selected {
         let f = formats::of(i);
-        if let Some((_, ids)) = by_format.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, f)) {
-            ids.push(i.id.clone());
+        if let Some((_, insts)) = by_format.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, f)) {
+            insts.push(i.clone());
         }
     }
     let dirs = names::assign(selected.iter().map(|i| i.id.as_str()));
@@ -435,8 +435,8 @@ pub fn run(
     };
     write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
     write("junit.xml", report::junit(&done))?;
-    for (f, ids) in &by_format {
-        f.write_files(o, &preds, ids, &done)?;
+    for (f, insts) in &by_format {
+        f.write_files(o, &preds, insts, &done)?;
     }
     Ok((done, interrupted, wall))
 }

@@ -5,15 +5,17 @@
 //! sandbox, grade them) and writes its own files beside eval's. The scheduler knows formats only
 //! through this registry: it asks [`of`] which one an instance is and calls it.
 //!
-//! Adding a format is a file here and a line in [`REGISTRY`]. Multi-SWE-bench, say: a
-//! `multi_swebench.rs` whose `read` takes records with `org`, `repo`, `number` and `fix_patch`
-//! (before [`repo::Repo`], which takes them today on the generic toolchain images), whose `plan`
-//! names the harness's image (`mswebench/<org>_m_<repo>:pr-<number>`), whose `attempt` runs the
-//! harness's fix-run for the repository (its per-repository definitions carried as data, as
-//! `images/swebench.json` carries SWE-bench's) and grades with the parser the registry
-//! (parsers) names for it, and whose `write_files` writes the harness's `final_report.json`.
+//! Adding a format is a module here and a line in [`REGISTRY`], as Multi-SWE-bench was added:
+//! `multi_swebench/`, whose `read` takes records with `org`, `repo`, `number` and `fix_patch`
+//! (before [`repo::Repo`], which takes other repository records on the generic toolchain
+//! images), whose `plan` names the harness's image (`mswebench/<org>_m_<repo>:pr-<number>`),
+//! whose `attempt` runs the harness's fix run for the repository (its per-repository
+//! definitions carried as data in images/multi_swebench.json, as `images/swebench.json` carries
+//! SWE-bench's) and grades with the parser the registry (parsers) names for it, and whose
+//! `write_files` writes the harness's `final_report.json`.
 
 pub mod exercise;
+pub mod multi_swebench;
 pub mod repo;
 pub mod snippet;
 pub mod swebench;
@@ -64,12 +66,12 @@ pub trait Format: Sync {
     fn attempt(&self, o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Children) -> InstanceResult;
 
     /// The format's own files beside eval's, for the instances of this run that are its own
-    /// (`ids`, in the order selected); `results` holds every instance's.
+    /// (`insts`, in the order selected); `results` holds every instance's.
     fn write_files(
         &self,
         _o: &Options,
         _preds: &Predictions,
-        _ids: &[String],
+        _insts: &[Instance],
         _results: &[InstanceResult],
     ) -> Result<(), String> {
         Ok(())
@@ -77,7 +79,8 @@ pub trait Format: Sync {
 }
 
 /// Every format, in the order a record is offered to them: the first that reads it has it.
-pub static REGISTRY: &[&dyn Format] = &[&swebench::SweBench, &repo::Repo, &snippet::Snippet, &exercise::Exercise];
+pub static REGISTRY: &[&dyn Format] =
+    &[&swebench::SweBench, &multi_swebench::MultiSweBench, &repo::Repo, &snippet::Snippet, &exercise::Exercise];
 
 /// The format an instance is (the one that read it).
 pub fn of(inst: &Instance) -> &'static dyn Format {
@@ -130,12 +133,22 @@ mod tests {
         let mut plain = swe;
         plain.as_object_mut().unwrap().remove("version");
         assert_eq!(format_of(plain), Ok("repository"));
-        // Multi-SWE-bench's shape (org, repo, number, base.sha, fix_patch): a repository, id
-        // made from its parts.
-        let multi = json!({"org": "cli", "repo": "cli", "number": 513, "base": {"sha": "abc123"},
-            "fix_patch": "", "test_patch": "", "f2p_tests": {}, "p2p_tests": {}, "version": "1"});
+        // Multi-SWE-bench's shape (org, repo, number, base.sha, fix_patch, the harness's own
+        // results): its format, id made from its parts, language from the harness's table.
+        let result = json!({"passed_count": 1, "failed_count": 0, "skipped_count": 0,
+            "passed_tests": ["t"], "failed_tests": [], "skipped_tests": []});
+        let mut multi = json!({"org": "sharkdp", "repo": "fd", "number": 513, "base": {"sha": "abc123"},
+            "fix_patch": "", "test_patch": "", "f2p_tests": {}, "p2p_tests": {}, "version": "1",
+            "run_result": result, "test_patch_result": result});
         let i = read_record(&multi, "r").unwrap();
-        assert_eq!((of(&i).name(), i.id.as_str()), ("repository", "cli__cli-513"));
+        assert_eq!((of(&i).name(), i.id.as_str(), i.language.as_str()), ("multi-swe-bench", "sharkdp__fd-513", "rust"));
+        // Without the harness's own two runs it cannot be graded as the harness grades it.
+        multi.as_object_mut().unwrap().remove("test_patch_result");
+        let e = read_record(&multi, "r").unwrap_err();
+        assert!(e.starts_with("sharkdp__fd-513: no run_result or test_patch_result"), "{e}");
+        // A fix_patch record without org and number: a generic repository's.
+        let plain = json!({"repo": "o/r", "instance_id": "o__r-1", "base_commit": "abc", "fix_patch": ""});
+        assert_eq!(format_of(plain), Ok("repository"));
         // CoderEval-style snippets: a test and an id.
         let snippet = json!({"task_id": "t1", "test": "assert f() == 1", "language": "Python"});
         let i = read_record(&snippet, "r").unwrap();

@@ -28,7 +28,7 @@ impl Format for Repo {
     }
 
     fn owns(&self, inst: &Instance) -> bool {
-        matches!(inst.kind, Kind::Repo { swebench: None, .. })
+        matches!(inst.kind, Kind::Repo { swebench: None, multi: None, .. })
     }
 
     fn attempt(&self, o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Children) -> InstanceResult {

@@ -1,7 +1,8 @@
 //! libtest (`cargo test`): its `--logfile` report, else its result lines ([`cargo`]); and the
-//! harness's `parse_log_cargo`, its result lines in the raw log ([`harness`]).
+//! harness's `parse_log_cargo`, its result lines in the raw log ([`harness`]); and
+//! Multi-SWE-bench's libtest family, the same lines in three sets ([`msb`]).
 
-use super::{by_line, Parsed, Status, StatusMap, TestResult};
+use super::{by_line, Parsed, Sets, Status, StatusMap, TestResult};
 use crate::eval::channel::Reports;
 
 /// libtest: its log (`--logfile {report}/libtest.log`, a FIFO: `ok NAME`, `failed NAME`,
@@ -56,6 +57,27 @@ pub fn harness(log: &str) -> StatusMap {
     })
 }
 
+/// Multi-SWE-bench's libtest family (tokio-rs/bytes, sharkdp/fd, ...): each stripped line
+/// matched from its start against `test (\S+) ... ok`, `... FAILED`, `... ignored` (the dots
+/// any character, as its unescaped regexes have them), each name added to its set.
+pub fn msb(log: &str) -> Sets {
+    use std::sync::LazyLock;
+    static RE: LazyLock<[regex::Regex; 3]> = LazyLock::new(|| {
+        [r"^test (\S+) ... ok", r"^test (\S+) ... FAILED", r"^test (\S+) ... ignored"]
+            .map(|p| regex::Regex::new(p).unwrap())
+    });
+    let mut s = Sets::default();
+    for line in log.lines() {
+        let line = line.trim();
+        for (re, set) in RE.iter().zip([&mut s.passed, &mut s.failed, &mut s.skipped]) {
+            if let Some(c) = re.captures(line) {
+                set.insert(c[1].to_string());
+            }
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -79,6 +101,18 @@ mod tests {
         let p = cargo(out, &Reports::default());
         assert!(p.complete);
         assert_eq!((p.passed(), p.failed(), p.tests.len()), (2, 1, 4));
+    }
+
+    #[test]
+    fn multi_swe_bench_libtest_lines_as_its_harness_reads_them() {
+        let s = msb("running 3 tests\ntest a ... ok\n  test b::c ... FAILED\ntest d ... ignored, slow\ntest e ... okay\ntest with space ... ok\ntest f ... FAILED\ntest f ... ok\n");
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+        // `... ok` matches from the line's start, so `okay` is ok too, as its regex has it; a
+        // name with a space is not one; a test in two sets is what its TestResult refuses.
+        assert_eq!(s.passed, names(&["a", "e", "f"]));
+        assert_eq!(s.failed, names(&["b::c", "f"]));
+        assert_eq!(s.skipped, names(&["d"]));
+        assert_eq!(s.conflict(), Some(("f".into(), "passed", "failed")));
     }
 
     /// The harness's parser, through the registry.

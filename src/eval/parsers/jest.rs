@@ -1,7 +1,8 @@
 //! jest: its `--json` report file ([`jest`]); and the harness's `parse_log_jest`, `--verbose`'s
-//! console lines in the raw log ([`harness`]).
+//! console lines in the raw log ([`harness`]); Multi-SWE-bench's jest family, suites and
+//! their tests ([`msb`]).
 
-use super::{by_line, Parsed, Status, StatusMap, TestResult};
+use super::{by_line, Parsed, Sets, Status, StatusMap, TestResult};
 use crate::eval::channel::Reports;
 
 /// jest --json --outputFile={report}/jest.json: one JSON document, written once.
@@ -59,9 +60,64 @@ pub fn harness(log: &str) -> StatusMap {
     })
 }
 
+/// Multi-SWE-bench's jest family (iamkun/dayjs, ...): on stripped lines, `PASS <file>` and
+/// `FAIL <file>` (a trailing `(1.2 s)` dropped) make the file a test of that status and the
+/// current suite; `✓ <name>` and `✕ <name>` make `<suite>:<name>` one. A test line before any
+/// suite is the error its parser raises.
+pub fn msb(log: &str) -> Result<Sets, String> {
+    use std::sync::LazyLock;
+    static RE: LazyLock<[regex::Regex; 4]> = LazyLock::new(|| {
+        [
+            r"^PASS (.+?)(?:\s\(\d*\.?\d+\s*\w+\))?$",
+            r"^✓ (.+?)(?:\s\(\d*\.?\d+\s*\w+\))?$",
+            r"^FAIL (.+?)(?:\s\(\d*\.?\d+\s*\w+\))?$",
+            r"^✕ (.+?)(?:\s\(\d*\.?\d+\s*\w+\))?$",
+        ]
+        .map(|p| regex::Regex::new(p).unwrap())
+    });
+    let mut s = Sets::default();
+    let mut suite: Option<String> = None;
+    for line in log.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(c) = RE[0].captures(line) {
+            suite = Some(c[1].to_string());
+            s.passed.insert(c[1].to_string());
+        }
+        if let Some(c) = RE[2].captures(line) {
+            suite = Some(c[1].to_string());
+            s.failed.insert(c[1].to_string());
+        }
+        for (re, passed) in [(&RE[1], true), (&RE[3], false)] {
+            if let Some(c) = re.captures(line) {
+                let Some(suite) = &suite else {
+                    return Err(format!("Test {} without suite: {line}", if passed { "passed" } else { "failed" }));
+                };
+                let name = format!("{suite}:{}", &c[1]);
+                if passed { &mut s.passed } else { &mut s.failed }.insert(name);
+            }
+        }
+    }
+    Ok(s)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::eval::parsers::{LogParser, Status};
+
+    #[test]
+    fn multi_swe_bench_jest_suites_as_its_harness_reads_them() {
+        let log =
+            "PASS test/a.test.js (1.2 s)\n  ✓ adds (3 ms)\n  ✕ subtracts\nFAIL test/b.test.js\n  ✓ x\n  ○ skipped\n";
+        let s = super::msb(log).unwrap();
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(s.passed, names(&["test/a.test.js", "test/a.test.js:adds", "test/b.test.js:x"]));
+        assert_eq!(s.failed, names(&["test/a.test.js:subtracts", "test/b.test.js"]));
+        assert!(s.skipped.is_empty());
+        assert_eq!(super::msb("  ✓ early\nPASS t.js\n").unwrap_err(), "Test passed without suite: ✓ early");
+    }
 
     /// The harness's parser, through the registry.
     #[test]

@@ -14,6 +14,10 @@
 //!   harness slices it (swebench::logs_eval), whatever the tests printed into it; each is the
 //!   harness's own (swebench/harness/log_parsers/*.py), line for line, for published verdicts
 //!   are reproduced with them. Their output is a [`StatusMap`].
+//! - Multi-SWE-bench's per-repository `parse_log`s ([`MsbParser`], by the names its table,
+//!   images/multi_swebench.json, gives their families), for its records graded as its harness
+//!   grades them: the fix run's whole log, three sets of names as its `TestResult` keeps them
+//!   ([`Sets`]).
 //!
 //! One module per runner. Where both families parse one runner (pytest, go test, cargo, jest,
 //! JUnit), both entry points are in its module, named by what they read; they share the
@@ -42,6 +46,8 @@ pub enum Named {
     Runner(Parser),
     /// The harness's: the eval script's log, by the `log_parser` column's names.
     Log(LogParser),
+    /// Multi-SWE-bench's: the fix run's log, by its table's family names.
+    Multi(MsbParser),
 }
 
 /// The registry: a parser by any name it goes by. The catalogue's names (`pytest`,
@@ -50,6 +56,9 @@ pub enum Named {
 /// harness's. One runner's two parsers have two names: `pytest` reads pytest's last short
 /// summary, `parse_log_pytest` any line of the log as the harness does.
 pub fn by_name(name: &str) -> Option<Named> {
+    if let Some(p) = MsbParser::by_name(name) {
+        return Some(Named::Multi(p));
+    }
     match name.strip_prefix(LogParser::PREFIX) {
         Some(short) => LogParser::by_short_name(short).map(Named::Log),
         None => Parser::from_name(name).map(Named::Runner),
@@ -62,7 +71,8 @@ pub fn names() -> Vec<(String, Named)> {
     let runners = Parser::ALL.into_iter().map(|p| (p.name().to_string(), Named::Runner(p)));
     let logs = LogParser::ALL.into_iter().map(|p| (p.name().to_string(), Named::Log(p)));
     let aliases = LogParser::ALIASES.into_iter().map(|(a, p)| (format!("{}{a}", LogParser::PREFIX), Named::Log(p)));
-    runners.chain(logs).chain(aliases).collect()
+    let multi = MsbParser::ALL.into_iter().map(|p| (p.name().to_string(), Named::Multi(p)));
+    runners.chain(logs).chain(aliases).chain(multi).collect()
 }
 
 // ---- The runners' own: the channels the code under test cannot forge ----
@@ -379,6 +389,107 @@ impl LogParser {
     }
 }
 
+// ---- Multi-SWE-bench's: the fix run's log, as its harness reads it ----
+
+/// Multi-SWE-bench's parsers (its instances' `parse_log`), one per family of identical code
+/// (rootfs/multi_swebench_table.py names the families). Each reads the fix run's whole log,
+/// whatever the code under test printed into it, as the harness does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MsbParser {
+    /// `test NAME ... ok|FAILED|ignored` on stripped lines (tokio-rs/bytes, sharkdp/fd, ...).
+    Libtest,
+    /// jest --verbose: `PASS|FAIL <file>` opens a suite (itself a test), `✓|✕ <name>` under it
+    /// is `<file>:<name>` (iamkun/dayjs, ...).
+    JestSuites,
+}
+
+impl MsbParser {
+    pub const ALL: [MsbParser; 2] = [MsbParser::Libtest, MsbParser::JestSuites];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MsbParser::Libtest => "msb-libtest",
+            MsbParser::JestSuites => "msb-jest-suites",
+        }
+    }
+
+    pub fn by_name(name: &str) -> Option<MsbParser> {
+        MsbParser::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// The harness's `TestResult` of a log, or the error its parser raises on it.
+    pub fn parse(self, log: &str) -> Result<Sets, String> {
+        match self {
+            MsbParser::Libtest => Ok(cargo::msb(log)),
+            MsbParser::JestSuites => jest::msb(log),
+        }
+    }
+}
+
+/// Multi-SWE-bench's `TestResult`: the names its parser put in each set. The harness refuses a
+/// result where a name is in two sets (its `__post_init__` raises): [`Sets::conflict`].
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Sets {
+    pub passed: std::collections::BTreeSet<String>,
+    pub failed: std::collections::BTreeSet<String>,
+    pub skipped: std::collections::BTreeSet<String>,
+}
+
+impl Sets {
+    /// The harness's status word of a test: PASS, FAIL, SKIP (a name in two sets: the last of
+    /// these its `_tests` map is filled with, skipped over failed over passed), or NONE.
+    pub fn status(&self, name: &str) -> &'static str {
+        if self.skipped.contains(name) {
+            "SKIP"
+        } else if self.failed.contains(name) {
+            "FAIL"
+        } else if self.passed.contains(name) {
+            "PASS"
+        } else {
+            "NONE"
+        }
+    }
+
+    /// A name in two sets, which the harness's `TestResult` refuses (with the two sets).
+    pub fn conflict(&self) -> Option<(String, &'static str, &'static str)> {
+        let two = |a: &std::collections::BTreeSet<String>, b: &std::collections::BTreeSet<String>| {
+            a.intersection(b).next().cloned()
+        };
+        two(&self.passed, &self.failed)
+            .map(|n| (n, "passed", "failed"))
+            .or_else(|| two(&self.passed, &self.skipped).map(|n| (n, "passed", "skipped")))
+            .or_else(|| two(&self.failed, &self.skipped).map(|n| (n, "failed", "skipped")))
+    }
+
+    /// Every name, once.
+    pub fn names(&self) -> std::collections::BTreeSet<&String> {
+        self.passed.iter().chain(&self.failed).chain(&self.skipped).collect()
+    }
+
+    /// The harness's `TestResult` as JSON (its field names; sets as sorted lists).
+    pub fn to_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "passed_count": self.passed.len(), "failed_count": self.failed.len(), "skipped_count": self.skipped.len(),
+            "passed_tests": self.passed, "failed_tests": self.failed, "skipped_tests": self.skipped,
+        })
+    }
+
+    /// A record's `run_result`, `test_patch_result` or `fix_patch_result`.
+    pub fn from_json(v: &serde_json::Value) -> Result<Sets, String> {
+        let set = |k: &str| -> Result<std::collections::BTreeSet<String>, String> {
+            match &v[k] {
+                serde_json::Value::Null => Ok(Default::default()),
+                serde_json::Value::Array(a) => a
+                    .iter()
+                    .map(|x| x.as_str().map(String::from).ok_or_else(|| format!("{k}: a name that is not a string")))
+                    .collect(),
+                _ => Err(format!("{k}: not a list of names")),
+            }
+        };
+        Ok(Sets { passed: set("passed_tests")?, failed: set("failed_tests")?, skipped: set("skipped_tests")? })
+    }
+}
+
 /// A harness parser that matches each stripped line against one pattern.
 fn by_line(log: &str, pattern: &str, f: impl Fn(&regex::Captures) -> Option<(String, Status)>) -> StatusMap {
     let re = regex::Regex::new(pattern).unwrap();
@@ -403,7 +514,10 @@ mod tests {
             assert!(seen.insert(name.clone()), "{name} twice");
             assert_eq!(by_name(name), Some(*p), "{name}");
         }
-        assert_eq!(names.len(), Parser::ALL.len() + LogParser::ALL.len() + LogParser::ALIASES.len());
+        assert_eq!(
+            names.len(),
+            Parser::ALL.len() + LogParser::ALL.len() + LogParser::ALIASES.len() + MsbParser::ALL.len()
+        );
         for p in Parser::ALL {
             assert!(names.contains(&(p.name().to_string(), Named::Runner(p))));
             // The catalogue's (serde's) name is the registry's.

@@ -57,13 +57,14 @@ impl Format for SweBench {
         &self,
         o: &Options,
         preds: &Predictions,
-        ids: &[String],
+        insts: &[Instance],
         results: &[InstanceResult],
     ) -> Result<(), String> {
-        if ids.is_empty() {
+        if insts.is_empty() {
             return Ok(());
         }
-        harness::write_run_report(o, preds, ids, results).map(|_| ())
+        let ids: Vec<String> = insts.iter().map(|i| i.id.clone()).collect();
+        harness::write_run_report(o, preds, &ids, results).map(|_| ())
     }
 }
 

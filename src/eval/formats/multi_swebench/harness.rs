@@ -1,0 +1,640 @@
+//! Multi-SWE-bench as its harness runs it: the record's image, its fix run, its parser and its
+//! grading, and its report files.
+//!
+//! What the harness does (multi_swe_bench/harness/, run_evaluation.py and gen_report.py), and
+//! where it is done here:
+//! - the definition: `Instance.create` picks the repository's class by `org/number_interval`,
+//!   `org/repo_tag` or `org/repo` ([`key`]); its image chain, files, fix-run command and
+//!   parser are carried as data in images/multi_swebench.json ([`definition`]), generated from
+//!   its sources by rootfs/multi_swebench_table.py;
+//! - the image: the instance image's full name, `mswebench/<org>_m_<repo>:pr-<number>` for most
+//!   ([`image_name`]), built without Docker by `rootfs/build.sh multi-swe-bench` or pulled;
+//! - the run: evaluation runs only the fix stage, `bash /home/fix-run.sh` (which `git apply`s
+//!   /home/test.patch and /home/fix.patch, then runs the tests) with the prediction at
+//!   /home/fix.patch ([`run_instance`], driver::multi_swebench); the prediction's sections for
+//!   the test patch's files are left out first, so the tests run as the test patch makes them
+//!   (the harness's fix-run.sh puts nothing back: a prediction that also edits them conflicts
+//!   or wins there);
+//! - grading: the fix run's log parsed by the repository's parser, compared with the record's
+//!   `run_result` and `test_patch_result` as its `Report.check` does, then every p2p, f2p, s2p
+//!   and n2p test of the record must be in the report's list of that kind ([`judge`]);
+//! - reports: per instance `<org>/<repo>/evaluation/pr-<number>/{fix.patch, fix-patch-run.log,
+//!   report.json}`, and `final_report.json` ([`write_final_report`]), under the output directory.
+//!
+//! Where polysandbox differs on purpose: a fix-run log whose parse puts one test in two sets
+//! (the harness's `TestResult` raises, and the instance becomes an `error_ids` entry, left out
+//! of resolved and unresolved alike) is graded unresolved here, since a prediction can print
+//! such lines; a prediction `git apply` refuses is `patch_failed` (unresolved in
+//! final_report.json, as the harness has it); with the gold patch every test's status is
+//! compared with the record's `fix_patch_result` and any difference named.
+
+use crate::eval::catalogue::Runner;
+use crate::eval::child::{job_command, run_sandbox, Job};
+use crate::eval::instance::{Instance, Kind, MultiRecord, Prediction};
+use crate::eval::names::name;
+use crate::eval::parsers::{MsbParser, Sets, Status, TestResult};
+use crate::eval::predictions::Predictions;
+use crate::eval::result::RecordCheck;
+use crate::eval::{Grade, InstanceResult, Options, Verdict};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex};
+
+/// The per-instance time limit unless `--timeout` says otherwise (the harness has none).
+pub const DEFAULT_TIMEOUT_S: u64 = 1800;
+
+/// The harness's per-repository definitions, embedded.
+static TABLE: LazyLock<Value> = LazyLock::new(|| {
+    serde_json::from_str(include_str!("../../../../images/multi_swebench.json")).expect("images/multi_swebench.json")
+});
+
+/// The harness's registry key for a record (`Instance.create`).
+pub fn key(rec: &MultiRecord) -> String {
+    if !rec.number_interval.is_empty() {
+        format!("{}/{}", rec.org, rec.number_interval)
+    } else if !rec.tag.is_empty() {
+        format!("{}/{}_{}", rec.org, rec.name, rec.tag.replace('.', "_"))
+    } else {
+        format!("{}/{}", rec.org, rec.name)
+    }
+}
+
+/// The record's definition in the table, if the harness has one.
+pub fn definition(rec: &MultiRecord) -> Option<&'static Value> {
+    TABLE["instances"].get(key(rec))
+}
+
+/// The commit of the harness's sources the table was made from.
+pub fn table_commit() -> &'static str {
+    TABLE["source"]["commit"].as_str().unwrap_or("?")
+}
+
+/// A text of the table with the record's values for its placeholders.
+fn fill(text: &str, rec: &MultiRecord, base_sha: &str) -> String {
+    text.replace("@@ORG@@", &rec.org)
+        .replace("@@REPO@@", &rec.name)
+        .replace("@@NUMBER@@", &rec.number.to_string())
+        .replace("@@BASE_SHA@@", base_sha)
+        .replace("@@BASE_REF@@", &rec.base_ref)
+        .replace("@@BASE_LABEL@@", &rec.base_label)
+}
+
+/// The instance image's full name as the harness gives it (its `image_name()` lowercased,
+/// then the tag): the table's last image, or `mswebench/<org>_m_<repo>:pr-<number>`.
+pub fn image_name(rec: &MultiRecord) -> String {
+    let last = definition(rec).and_then(|d| d["images"].as_array()).and_then(|a| a.last());
+    match last.and_then(|i| Some((i["name"].as_str()?, i["tag"].as_str()?))) {
+        Some((n, t)) => format!("{}:{}", fill(n, rec, "").to_lowercase(), fill(t, rec, "")),
+        None => format!("mswebench/{}_m_{}:pr-{}", rec.org, rec.name, rec.number).to_lowercase(),
+    }
+}
+
+/// The record's parser: the one its definition's family is carried over as, or why none is.
+pub fn parser(rec: &MultiRecord) -> Result<MsbParser, String> {
+    let k = key(rec);
+    let Some(d) = definition(rec) else {
+        return Err(format!(
+            "{k}: the harness defines no instance so (images/multi_swebench.json, from multi-swe-bench {})",
+            &table_commit()[..table_commit().len().min(12)]
+        ));
+    };
+    match d["parser"].as_str() {
+        Some(n) => MsbParser::by_name(n).ok_or_else(|| format!("{k}: parser {n:?}: not one this build has")),
+        None => Err(format!(
+            "{k}: its parse_log (family {}, {}) is not carried over to polysandbox yet",
+            d["parser_family"].as_str().unwrap_or("?"),
+            d["module"].as_str().unwrap_or("?")
+        )),
+    }
+}
+
+/// The fix run's command (`bash /home/fix-run.sh` for most).
+pub fn fix_run(rec: &MultiRecord) -> String {
+    definition(rec).and_then(|d| d["fix_run"].as_str()).unwrap_or("bash /home/fix-run.sh").to_string()
+}
+
+/// Where the harness's scripts work: `/home/<repo>`.
+pub fn workdir(rec: &MultiRecord) -> String {
+    format!("/home/{}", rec.name)
+}
+
+/// The harness's id of an instance: `org/repo:pr-number`.
+pub fn report_id(rec: &MultiRecord) -> String {
+    format!("{}/{}:pr-{}", rec.org, rec.name, rec.number)
+}
+
+/// The catalogue's runner for a Multi-SWE-bench instance: its limits, a probe that asks only
+/// for the repository's tree in the image, and none of the toolchain image's environment.
+pub fn runner(mut r: Runner, rec: &MultiRecord) -> Runner {
+    r.probe =
+        vec!["/bin/sh".into(), "-c".into(), format!("test -d {}", crate::eval::prepare::shell_quote(&workdir(rec)))];
+    r.env.clear();
+    r.setup.clear();
+    r
+}
+
+/// The harness's per-instance directory: `<org>/<repo>/evaluation/pr-<number>` under the
+/// output directory, each a safe name (names.rs).
+pub fn instance_dir(o: &Options, rec: &MultiRecord) -> PathBuf {
+    o.output.join(name(&rec.org)).join(name(&rec.name)).join("evaluation").join(format!("pr-{}", rec.number))
+}
+
+/// A patch that changes nothing the tests read: what the fix run applies for `stub` (no
+/// patch), since its `git apply` refuses an empty one.
+pub const NO_CHANGE: &str =
+    "diff --git a/.polysandbox-no-patch b/.polysandbox-no-patch\nnew file mode 100644\nindex 0000000..e69de29\n";
+
+/// One test's statuses in the three runs, as the harness's `Test`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Stages {
+    pub run: &'static str,
+    pub test: &'static str,
+    pub fix: &'static str,
+}
+
+/// The harness's judgement of a fix run: its `Report.check` and `gen_eval_reports`.
+#[derive(Debug, Default)]
+pub struct Judged {
+    pub valid: bool,
+    /// Why not valid (the harness's `error_msg`, or the missing test of a kind).
+    pub error: String,
+    /// Whether `Report.check` passed (the report's own validity, before the record's lists).
+    pub report_valid: bool,
+    pub tests: BTreeMap<String, Stages>,
+    pub fixed: Vec<String>,
+    pub p2p: Vec<String>,
+    pub f2p: Vec<String>,
+    pub s2p: Vec<String>,
+    pub n2p: Vec<String>,
+}
+
+/// Grades a fix run's results as the harness does in evaluation mode.
+pub fn judge(run: &Sets, test: &Sets, fix: &Sets, rec: &MultiRecord) -> Judged {
+    let mut j = Judged::default();
+    let all: std::collections::BTreeSet<&String> =
+        run.names().into_iter().chain(test.names()).chain(fix.names()).collect();
+    for n in all {
+        j.tests.insert(n.clone(), Stages { run: run.status(n), test: test.status(n), fix: fix.status(n) });
+    }
+    let short = format!(
+        "run = ({}, {}, {}), test = ({}, {}, {}), fix = ({}, {}, {})",
+        run.passed.len(),
+        run.failed.len(),
+        run.skipped.len(),
+        test.passed.len(),
+        test.failed.len(),
+        test.skipped.len(),
+        fix.passed.len(),
+        fix.failed.len(),
+        fix.skipped.len()
+    );
+    let invalid = |mut j: Judged, why: String| {
+        j.error = why;
+        j
+    };
+    if fix.names().is_empty() {
+        return invalid(
+            j,
+            format!(
+                "After applying the fix patch, no test results were captured when executing the test command ({short})"
+            ),
+        );
+    }
+    if let Some((n, _)) = j.tests.iter().find(|(_, t)| t.test == "PASS" && t.fix == "FAIL") {
+        let n = n.clone();
+        return invalid(j, format!("Before applying the fix patch, the test passed; however, after applying the fix patch, the test failed ({short}): `{n}`"));
+    }
+    j.fixed = j.tests.iter().filter(|(_, t)| t.test != "PASS" && t.fix == "PASS").map(|(n, _)| n.clone()).collect();
+    if j.fixed.is_empty() {
+        return invalid(
+            j,
+            format!("After applying the fix patch, no test cases transitioned from failed to passed ({short})"),
+        );
+    }
+    if let Some((n, _)) =
+        j.tests.iter().find(|(_, t)| matches!(t.test, "NONE" | "SKIP") && t.fix == "FAIL" && t.run == "PASS")
+    {
+        let n = n.clone();
+        return invalid(j, format!("By comparing the test results before and after applying the fix patch, an anomalous pattern was detected ({short}): `{n}`"));
+    }
+    for (n, t) in &j.tests {
+        let into = match (t.test, t.fix) {
+            ("PASS", "PASS") => &mut j.p2p,
+            ("FAIL", "PASS") => &mut j.f2p,
+            ("SKIP", "PASS") => &mut j.s2p,
+            ("NONE", "PASS") => &mut j.n2p,
+            _ => continue,
+        };
+        into.push(n.clone());
+    }
+    j.report_valid = true;
+    let missing =
+        [("p2p", &rec.p2p, &j.p2p), ("f2p", &rec.f2p, &j.f2p), ("s2p", &rec.s2p, &j.s2p), ("n2p", &rec.n2p, &j.n2p)]
+            .into_iter()
+            .find_map(|(kind, wanted, have)| {
+                wanted.iter().find(|w| !have.contains(w)).map(|m| format!("Invalid {kind}_tests: missing {m}"))
+            });
+    if let Some(why) = missing {
+        return invalid(j, why);
+    }
+    j.valid = true;
+    j
+}
+
+/// Where a fix run's per-test statuses differ from the record's `fix_patch_result`.
+pub fn against_record(fix: &Sets, recorded: &Sets) -> RecordCheck {
+    let names: std::collections::BTreeSet<&String> = fix.names().into_iter().chain(recorded.names()).collect();
+    let differ = names
+        .iter()
+        .filter(|n| fix.status(n) != recorded.status(n))
+        .map(|n| format!("{n}: the record has {}, this run {}", recorded.status(n), fix.status(n)))
+        .collect();
+    RecordCheck { tests: names.len(), differ }
+}
+
+/// The harness's report.json for an instance.
+fn instance_report(rec: &MultiRecord, j: &Judged, fix: &Sets) -> Value {
+    let tests = |names: &[String]| -> Value {
+        names
+            .iter()
+            .map(|n| {
+                let t = j.tests[n];
+                (n.clone(), json!({"run": t.run, "test": t.test, "fix": t.fix}))
+            })
+            .collect::<serde_json::Map<String, Value>>()
+            .into()
+    };
+    json!({
+        "org": rec.org, "repo": rec.name, "number": rec.number,
+        "valid": j.report_valid, "error_msg": if j.report_valid { "" } else { j.error.as_str() },
+        "fixed_tests": tests(&j.fixed), "p2p_tests": tests(&j.p2p), "f2p_tests": tests(&j.f2p),
+        "s2p_tests": tests(&j.s2p), "n2p_tests": tests(&j.n2p),
+        "run_result": rec.run_result.to_json(), "test_patch_result": rec.test_patch_result.to_json(),
+        "fix_patch_result": fix.to_json(),
+    })
+}
+
+pub(crate) fn run_instance(
+    o: &Options,
+    job: &Job,
+    scratch: &Path,
+    logs: &Path,
+    children: &Mutex<HashSet<u32>>,
+) -> InstanceResult {
+    let inst = &job.inst;
+    let mut r = InstanceResult::bare(inst, &job.image, &job.key, Verdict::Error, None);
+    r.image_digest = job.image_digest.clone();
+    let Kind::Repo { gold_patch, test_patch, multi: Some(rec), .. } = &inst.kind else {
+        r.reason = Some("not a Multi-SWE-bench instance".into());
+        return r;
+    };
+    let fail = |mut r: InstanceResult, why: String| {
+        r.reason = Some(why);
+        r.deterministic = true;
+        r
+    };
+    let parser = match parser(rec) {
+        Ok(p) => p,
+        Err(why) => return fail(r, why),
+    };
+    let patch = match &job.pred {
+        Prediction::Gold => gold_patch.clone(),
+        Prediction::Patch(p) => p.clone(),
+        Prediction::Stub => String::new(),
+        Prediction::Missing => {
+            r.verdict = Verdict::EmptyPatch;
+            return r;
+        }
+        Prediction::Refused(why) => {
+            r.verdict = Verdict::PatchFailed;
+            r.reason = Some(format!("prediction refused: {why}"));
+            return r;
+        }
+        Prediction::Files(_) | Prediction::Code(_) => {
+            r.verdict = Verdict::PatchFailed;
+            r.reason = Some("not a patch: Multi-SWE-bench instances take a fix_patch (or model_patch)".into());
+            return r;
+        }
+    };
+    if patch.trim().is_empty() && job.pred != Prediction::Stub {
+        r.verdict = Verdict::EmptyPatch;
+        return r;
+    }
+    if let Err(why) = crate::eval::patch::refuse_git_dir(&patch) {
+        r.verdict = Verdict::PatchFailed;
+        r.reason = Some(format!("prediction refused: {why}"));
+        return r;
+    }
+    // The test patch's files are the test patch's: the prediction's sections for them are
+    // left out (named in the log).
+    let tests = crate::eval::patch::test_patch_paths(test_patch);
+    let (fix_patch, undone) = crate::eval::patch::without_files(&patch, &tests);
+    let fix_patch = if job.pred == Prediction::Stub { NO_CHANGE.to_string() } else { fix_patch };
+    let hdir = instance_dir(o, rec);
+    let _ = std::fs::remove_dir_all(&hdir);
+    let input = scratch.join("in");
+    let nonce = crate::eval::driver::nonce();
+    let setup = (|| -> std::io::Result<()> {
+        std::fs::create_dir_all(&input)?;
+        std::fs::create_dir_all(&hdir)?;
+        std::fs::write(input.join("fix.patch"), &fix_patch)?;
+        std::fs::write(input.join("test.patch"), test_patch)?;
+        std::fs::write(input.join("fix_run"), fix_run(rec))?;
+        std::fs::write(input.join("run.sh"), crate::eval::driver::multi_swebench(&nonce, &workdir(rec)))?;
+        std::fs::write(hdir.join("fix.patch"), &patch)?;
+        Ok(())
+    })();
+    if let Err(e) = setup {
+        r.reason = Some(format!("{}: {e}", scratch.display()));
+        return r;
+    }
+    let mut cmd = job_command(o, job, logs, "64M", "usage.json");
+    cmd.arg("-v").arg(format!("{}:/polysandbox-in:ro", input.display())).arg("-w").arg(workdir(rec));
+    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
+    let (output, record) = match run_sandbox(o, cmd, &logs.join("output.txt"), None, &logs.join("usage.json"), children)
+    {
+        Ok(x) => (x.stderr, x.record),
+        Err(e) => {
+            r.reason = Some(e);
+            return r;
+        }
+    };
+    let sep = format!("\n{}\n", crate::eval::driver::separator(&nonce));
+    let (before, fix_log) = match output.find(&sep) {
+        Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
+        None => (output.as_str(), None),
+    };
+    let report = grade(&mut r, record, before, fix_log, parser, rec, job, &nonce);
+    if !undone.is_empty() && r.reason.is_none() {
+        r.reason = Some(format!("the prediction's changes to the test patch's files left out: {}", undone.join(", ")));
+    }
+    let _ = std::fs::write(hdir.join("fix-patch-run.log"), fix_log.unwrap_or(""));
+    if let Some(report) = &report {
+        let _ = std::fs::write(hdir.join("report.json"), serde_json::to_string_pretty(report).unwrap() + "\n");
+    }
+    let _ = std::fs::copy(logs.join("usage.json"), hdir.join("usage.json"));
+    let _ = std::fs::write(logs.join("patch.diff"), &patch);
+    r
+}
+
+/// Grades one fix run into `r`: the verdict, measurements and tests; the harness's report.json
+/// when the fix run's log was graded.
+#[allow(clippy::too_many_arguments)]
+fn grade(
+    r: &mut InstanceResult,
+    record: Option<crate::sandbox::report::Report>,
+    before: &str,
+    fix_log: Option<&str>,
+    parser: MsbParser,
+    rec: &MultiRecord,
+    job: &Job,
+    nonce: &str,
+) -> Option<Value> {
+    use crate::eval::driver::Stopped;
+    let Some(usage) = record else {
+        r.reason = Some("the sandbox left no usage record".into());
+        return None;
+    };
+    crate::eval::verdict::take_measurements(r, &usage);
+    if let Some((verdict, reason)) = crate::eval::verdict::ended_early(&usage) {
+        r.reason = match verdict {
+            Verdict::Timeout => reason.map(|why| format!("{why} ({})", job.timeout)),
+            _ => reason,
+        };
+        r.verdict = verdict;
+        return None;
+    }
+    let Some(fix_log) = fix_log else {
+        match crate::eval::driver::before_tests(before, usage.exit_code, nonce) {
+            Some(Stopped::ApplyFailed) => {
+                r.verdict = Verdict::PatchFailed;
+                r.reason = Some("git apply refuses it with the test patch, as the fix run would".into());
+            }
+            Some(Stopped::TestPatchFailed) => {
+                r.reason = Some("the record's test patch does not apply in the image".into());
+                r.deterministic = true;
+            }
+            Some(Stopped::Setup) => {
+                r.reason = Some(
+                    before.lines().rev().find(|l| l.starts_with("polysandbox: ")).unwrap_or("setup failed").to_string(),
+                );
+                r.deterministic = true;
+            }
+            _ => {
+                r.reason = Some(format!("the sandbox stopped before the fix run (exit {:?})", usage.exit_code));
+            }
+        }
+        return None;
+    };
+    if usage.output_limit_exceeded {
+        r.verdict = Verdict::Unresolved;
+        r.reason = Some("output limit reached: the log was cut short".into());
+        return None;
+    }
+    let fix = match parser.parse(fix_log) {
+        Ok(s) => s,
+        Err(why) => {
+            r.verdict = Verdict::Unresolved;
+            r.reason = Some(format!("the fix run's log does not parse ({why}): the harness's report fails on it"));
+            return None;
+        }
+    };
+    r.tests = fix
+        .passed
+        .iter()
+        .map(|n| (n, Status::Passed))
+        .chain(fix.failed.iter().map(|n| (n, Status::Failed)))
+        .chain(fix.skipped.iter().map(|n| (n, Status::Skipped)))
+        .map(|(n, s)| TestResult { name: n.clone(), status: s, duration_s: None })
+        .collect();
+    if job.pred == Prediction::Gold {
+        if let Some(recorded) = &rec.fix_patch_result {
+            r.record_check = Some(against_record(&fix, recorded));
+        }
+    }
+    if let Some((n, a, b)) = fix.conflict() {
+        r.verdict = Verdict::Unresolved;
+        r.reason = Some(format!(
+            "the fix run's log reports {n} both {a} and {b}: not the runner's alone (the harness's report fails on it)"
+        ));
+        return None;
+    }
+    let j = judge(&rec.run_result, &rec.test_patch_result, &fix, rec);
+    let status = |n: &String| fix.status(n) == "PASS";
+    let grade_of = |names: Vec<&String>| {
+        let (ok, bad): (Vec<&String>, Vec<&String>) = names.into_iter().partition(|n| status(n));
+        Grade { success: ok.into_iter().cloned().collect(), failure: bad.into_iter().cloned().collect() }
+    };
+    r.fail_to_pass = Some(grade_of(rec.f2p.iter().collect()));
+    r.pass_to_pass = Some(grade_of(rec.p2p.iter().chain(&rec.s2p).chain(&rec.n2p).collect()));
+    r.verdict = if j.valid { Verdict::Resolved } else { Verdict::Unresolved };
+    if !j.valid {
+        r.reason = Some(j.error.clone());
+    }
+    Some(instance_report(rec, &j, &fix))
+}
+
+/// The harness's `final_report.json` (its `FinalReport`), in the output directory: how the
+/// selected Multi-SWE-bench instances fared, by its ids (`org/repo:pr-number`). Resolved and
+/// unresolved are its completed instances (a prediction that does not apply, a timeout, an
+/// OOM: unresolved, as its invalid reports are); `error` instances are its failed tasks;
+/// empty and missing patches are its empty_patch ones.
+pub fn write_final_report(
+    o: &Options,
+    preds: &Predictions,
+    insts: &[Instance],
+    results: &[InstanceResult],
+) -> Result<PathBuf, String> {
+    let by_id: std::collections::HashMap<&str, &InstanceResult> =
+        results.iter().map(|r| (r.instance_id.as_str(), r)).collect();
+    let _ = preds;
+    let (mut submitted, mut completed, mut incomplete, mut resolved, mut unresolved, mut empty, mut errors) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for inst in insts {
+        let hid = match &inst.kind {
+            Kind::Repo { multi: Some(rec), .. } => report_id(rec),
+            _ => inst.id.clone(),
+        };
+        match by_id.get(inst.id.as_str()).map(|r| r.verdict) {
+            Some(Verdict::Resolved) => {
+                submitted.push(hid.clone());
+                completed.push(hid.clone());
+                resolved.push(hid);
+            }
+            Some(Verdict::Unresolved | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom) => {
+                submitted.push(hid.clone());
+                completed.push(hid.clone());
+                unresolved.push(hid);
+            }
+            Some(Verdict::EmptyPatch) => empty.push(hid),
+            Some(Verdict::Error) => {
+                submitted.push(hid.clone());
+                incomplete.push(hid.clone());
+                errors.push(hid);
+            }
+            Some(Verdict::Interrupted) | None => incomplete.push(hid),
+        }
+    }
+    let report = json!({
+        "total_instances": insts.len(),
+        "submitted_instances": submitted.len(),
+        "completed_instances": completed.len(),
+        "incomplete_instances": incomplete.len(),
+        "resolved_instances": resolved.len(),
+        "unresolved_instances": unresolved.len(),
+        "empty_patch_instances": empty.len(),
+        "error_instances": errors.len(),
+        "submitted_ids": submitted,
+        "completed_ids": completed,
+        "incomplete_ids": incomplete,
+        "resolved_ids": resolved,
+        "unresolved_ids": unresolved,
+        "empty_patch_ids": empty,
+        "error_ids": errors,
+    });
+    let path = o.output.join("final_report.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n")
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sets(p: &[&str], f: &[&str], s: &[&str]) -> Sets {
+        let v = |x: &[&str]| x.iter().map(|n| n.to_string()).collect();
+        Sets { passed: v(p), failed: v(f), skipped: v(s) }
+    }
+
+    fn record(f2p: &[&str], p2p: &[&str], n2p: &[&str]) -> MultiRecord {
+        let v = |x: &[&str]| x.iter().map(|n| n.to_string()).collect();
+        MultiRecord {
+            org: "Org".into(),
+            name: "Repo".into(),
+            number: 7,
+            number_interval: String::new(),
+            tag: String::new(),
+            base_ref: "main".into(),
+            base_label: "Org:main".into(),
+            f2p: v(f2p),
+            p2p: v(p2p),
+            s2p: vec![],
+            n2p: v(n2p),
+            run_result: sets(&["a", "b"], &[], &[]),
+            test_patch_result: sets(&["a"], &["b"], &[]),
+            fix_patch_result: None,
+        }
+    }
+
+    /// Its `Report.check` and `gen_eval_reports`, rule by rule.
+    #[test]
+    fn graded_as_the_harness_grades_in_evaluation_mode() {
+        let rec = record(&["b"], &["a"], &["c"]);
+        let (run, test) = (rec.run_result.clone(), rec.test_patch_result.clone());
+        let j = judge(&run, &test, &sets(&["a", "b", "c"], &[], &[]), &rec);
+        assert!(j.valid, "{}", j.error);
+        assert_eq!(
+            (j.f2p.clone(), j.p2p.clone(), j.n2p.clone(), j.fixed.len()),
+            (vec!["b".to_string()], vec!["a".to_string()], vec!["c".to_string()], 2)
+        );
+        // 1. No results at all.
+        let j = judge(&run, &test, &sets(&[], &[], &[]), &rec);
+        assert!(
+            !j.valid && !j.report_valid && j.error.starts_with("After applying the fix patch, no test results"),
+            "{}",
+            j.error
+        );
+        // 2. A test that passed with the test patch fails with the fix.
+        let j = judge(&run, &test, &sets(&["b", "c"], &["a"], &[]), &rec);
+        assert!(
+            j.error.starts_with("Before applying the fix patch, the test passed") && j.error.ends_with("`a`"),
+            "{}",
+            j.error
+        );
+        // 3. Nothing goes to pass.
+        let j = judge(&run, &test, &sets(&["a"], &["b"], &[]), &rec);
+        assert!(j.error.starts_with("After applying the fix patch, no test cases transitioned"), "{}", j.error);
+        // 4. A test that ran, then was absent with the test patch, fails with the fix.
+        let mut test2 = test.clone();
+        test2.passed.clear();
+        let j = judge(&run, &test2, &sets(&["b"], &["a"], &[]), &rec);
+        assert!(j.error.starts_with("By comparing the test results"), "{}", j.error);
+        // The record's lists: a test of one missing from the report's list of that kind.
+        let j = judge(&run, &test, &sets(&["a", "b"], &[], &[]), &rec);
+        assert!(j.report_valid && !j.valid && j.error == "Invalid n2p_tests: missing c", "{}", j.error);
+        let j = judge(&run, &test, &sets(&["a", "b"], &[], &["c"]), &rec);
+        assert_eq!(j.error, "Invalid n2p_tests: missing c");
+    }
+
+    #[test]
+    fn names_keys_and_the_per_test_comparison_are_the_harnesss() {
+        let mut rec = record(&[], &[], &[]);
+        assert_eq!(key(&rec), "Org/Repo");
+        assert_eq!(image_name(&rec), "mswebench/org_m_repo:pr-7");
+        assert_eq!(report_id(&rec), "Org/Repo:pr-7");
+        rec.tag = "v1.2".into();
+        assert_eq!(key(&rec), "Org/Repo_v1_2");
+        rec.number_interval = "repo_10_to_1".into();
+        assert_eq!(key(&rec), "Org/repo_10_to_1");
+        // The table's own definitions: fd's image, fix run and parser.
+        let mut fd = record(&[], &[], &[]);
+        (fd.org, fd.name, fd.number) = ("sharkdp".into(), "fd".into(), 1394);
+        assert_eq!(image_name(&fd), "mswebench/sharkdp_m_fd:pr-1394");
+        assert_eq!(fix_run(&fd), "bash /home/fix-run.sh");
+        assert_eq!(parser(&fd), Ok(MsbParser::Libtest));
+        assert!(parser(&rec).unwrap_err().contains("the harness defines no instance so"));
+        // Against the record: every test either names, each difference said.
+        let c = against_record(&sets(&["a", "b"], &["c"], &[]), &sets(&["a", "c"], &[], &["d"]));
+        assert_eq!(c.tests, 4);
+        assert_eq!(
+            c.differ,
+            vec![
+                "b: the record has NONE, this run PASS",
+                "c: the record has PASS, this run FAIL",
+                "d: the record has SKIP, this run NONE"
+            ]
+        );
+    }
+}
