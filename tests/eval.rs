@@ -799,10 +799,12 @@ fn the_images_carry_the_whole_benchmarks_dependencies() {
     assert!(r["reason"].as_str().unwrap().contains("io.reactivex"), "{r}");
 }
 
-/// The real Multi-SWE-bench records in ../shared, on the generic toolchain images (no replica
-/// images): every gold failure there is the environment's (crates not vendored, npm needing
-/// the network), and calibration says so; eval then grades them `error` naming the cause,
-/// where without the calibration it would charge them as `unresolved` (#13).
+/// The real Multi-SWE-bench records in ../shared as generic repository records (their
+/// harness's columns left out, so that they run on the generic toolchain images, not on their
+/// own: tests/multi_swebench.rs runs those): every gold failure there is the environment's
+/// (crates not vendored, npm needing the network), and calibration says so; eval then grades
+/// them `error` naming the cause, where without the calibration it would charge them as
+/// `unresolved` (#13).
 #[test]
 fn multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration() {
     let shared = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/multi-swe-bench");
@@ -831,7 +833,22 @@ fn multi_swe_bench_gold_failures_on_generic_images_are_named_by_calibration() {
         .status()
         .unwrap()
         .success());
-    let records = shared.join("instances.jsonl").display().to_string();
+    // Generic repository records: `repo` as org/name, `base_commit`, no org or number.
+    let generic: String = std::fs::read_to_string(shared.join("instances.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut r: serde_json::Value = serde_json::from_str(l).unwrap();
+            r["repo"] = format!("{}/{}", r["org"].as_str().unwrap(), r["repo"].as_str().unwrap()).into();
+            r["base_commit"] = r["base"]["sha"].clone();
+            r.as_object_mut().unwrap().remove("org");
+            r.as_object_mut().unwrap().remove("number");
+            r.to_string() + "\n"
+        })
+        .collect();
+    std::fs::write(dir.join("generic.jsonl"), generic).unwrap();
+    let records = dir.join("generic.jsonl").display().to_string();
     let cal = dir.join("calibration.json");
     let o = m
         .command()

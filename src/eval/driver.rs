@@ -223,6 +223,7 @@ if ! g apply --check /home/test.patch /home/fix.patch > /tmp/.ps-apply.log 2>&1;
   ps_show 65536 < /tmp/.ps-apply.log; echo ">>>>> Patch Apply Failed"; exit {APPLY_FAILED}
 fi
 rm -f /tmp/.ps-apply.log
+echo "polysandbox: the test patch and the prediction apply; the fix run: $(cat /polysandbox-in/fix_run)"
 echo "{sep}"
 export GIT_CONFIG_PARAMETERS="'core.hookspath=/dev/null' 'core.fsmonitor=false'"
 exec /bin/bash -c "$(cat /polysandbox-in/fix_run)"

@@ -126,10 +126,20 @@ pub struct InstanceResult {
 /// A run's per-test statuses against the ones the dataset records for the same patch.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct RecordCheck {
-    /// How many tests either names.
+    /// How many tests the record names.
     pub tests: usize,
-    /// Each test whose status differs, and how.
+    /// Each of them whose status here differs (absent here included), and how.
     pub differ: Vec<String>,
+    /// Tests this run reports that the record does not name (a runner printing more than the
+    /// harness's run did), counted, and the first few named.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub extra: usize,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_names: Vec<String>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 impl InstanceResult {

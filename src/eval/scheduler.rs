@@ -172,7 +172,7 @@ pub fn run(
         formats::REGISTRY.iter().map(|f| (*f, Vec::new())).collect();
     for i in &selected {
         let f = formats::of(i);
-        if let Some((_, insts)) = by_format.iter_mut().find(|(g, _)| std::ptr::addr_eq(*g, f)) {
+        if let Some((_, insts)) = by_format.iter_mut().find(|(g, _)| g.name() == f.name()) {
             insts.push(i.clone());
         }
     }

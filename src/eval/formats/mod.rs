@@ -155,6 +155,14 @@ mod tests {
         assert_eq!((of(&i).name(), i.language.as_str()), ("snippet", "python"));
     }
 
+    /// Formats are told apart by name (the scheduler groups instances so for each one's
+    /// files): unit structs may share an address, so a pointer says nothing.
+    #[test]
+    fn every_format_has_a_name_of_its_own() {
+        let names: std::collections::BTreeSet<&str> = REGISTRY.iter().map(|f| f.name()).collect();
+        assert_eq!(names.len(), REGISTRY.len());
+    }
+
     #[test]
     fn a_record_no_format_reads_or_a_malformed_one_is_refused_with_its_place() {
         let e = format_of(json!({"instance_id": "x", "problem": "?"})).unwrap_err();

@@ -242,15 +242,24 @@ pub fn judge(run: &Sets, test: &Sets, fix: &Sets, rec: &MultiRecord) -> Judged {
     j
 }
 
-/// Where a fix run's per-test statuses differ from the record's `fix_patch_result`.
+/// Where a fix run's per-test statuses differ from the record's `fix_patch_result`: every
+/// test the record names, with its status here; and the tests only this run reports (which
+/// the harness's rules cannot turn against a prediction: a test absent from the record's runs
+/// is NONE there, and NONE to FAIL with NONE at the base is none of its failures).
 pub fn against_record(fix: &Sets, recorded: &Sets) -> RecordCheck {
-    let names: std::collections::BTreeSet<&String> = fix.names().into_iter().chain(recorded.names()).collect();
-    let differ = names
+    let named = recorded.names();
+    let differ = named
         .iter()
         .filter(|n| fix.status(n) != recorded.status(n))
         .map(|n| format!("{n}: the record has {}, this run {}", recorded.status(n), fix.status(n)))
         .collect();
-    RecordCheck { tests: names.len(), differ }
+    let extra: Vec<&String> = fix.names().into_iter().filter(|n| !named.contains(n)).collect();
+    RecordCheck {
+        tests: named.len(),
+        differ,
+        extra: extra.len(),
+        extra_names: extra.iter().take(10).map(|n| n.to_string()).collect(),
+    }
 }
 
 /// The harness's report.json for an instance.
@@ -330,6 +339,14 @@ pub(crate) fn run_instance(
     // left out (named in the log).
     let tests = crate::eval::patch::test_patch_paths(test_patch);
     let (fix_patch, undone) = crate::eval::patch::without_files(&patch, &tests);
+    if fix_patch.trim().is_empty() && job.pred != Prediction::Stub {
+        r.verdict = Verdict::EmptyPatch;
+        r.reason = Some(format!(
+            "the prediction changes only the test patch's files ({}): nothing of it is run",
+            undone.join(", ")
+        ));
+        return r;
+    }
     let fix_patch = if job.pred == Prediction::Stub { NO_CHANGE.to_string() } else { fix_patch };
     let hdir = instance_dir(o, rec);
     let _ = std::fs::remove_dir_all(&hdir);
@@ -360,8 +377,10 @@ pub(crate) fn run_instance(
             return r;
         }
     };
-    let sep = format!("\n{}\n", crate::eval::driver::separator(&nonce));
-    let (before, fix_log) = match output.find(&sep) {
+    let sep = format!("{}\n", crate::eval::driver::separator(&nonce));
+    // The separator is a line of its own (the first, or after a newline).
+    let at = if output.starts_with(&sep) { Some(0) } else { output.find(&format!("\n{sep}")).map(|i| i + 1) };
+    let (before, fix_log) = match at {
         Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
         None => (output.as_str(), None),
     };
@@ -460,6 +479,15 @@ fn grade(
         ));
         return None;
     }
+    // No result at all, and the log shows the image lacking what the run needs (the network,
+    // a crate it does not hold): the environment's failure, not a verdict on the prediction,
+    // unless gold gets further here (the scheduler runs it to decide: after_prediction).
+    if let Some(cause) = environment_failure(&fix, fix_log) {
+        r.verdict = Verdict::Error;
+        r.reason = Some(format!("the image lacks what the fix run needs: {cause}"));
+        r.after_prediction = true;
+        return None;
+    }
     let j = judge(&rec.run_result, &rec.test_patch_result, &fix, rec);
     let status = |n: &String| fix.status(n) == "PASS";
     let grade_of = |names: Vec<&String>| {
@@ -473,6 +501,16 @@ fn grade(
         r.reason = Some(j.error.clone());
     }
     Some(instance_report(rec, &j, &fix))
+}
+
+/// Why a fix run with no test result at all is the environment's failure, when its log says
+/// so: the network it lacks, a crate it does not hold.
+pub fn environment_failure(fix: &Sets, log: &str) -> Option<String> {
+    if !fix.names().is_empty() {
+        return None;
+    }
+    crate::eval::calibration::cause_in(log)
+        .filter(|c| c.starts_with("network needed") || c.starts_with("missing crate"))
 }
 
 /// The harness's `final_report.json` (its `FinalReport`), in the output directory: how the
@@ -609,6 +647,20 @@ mod tests {
     }
 
     #[test]
+    fn a_run_the_image_cannot_serve_is_the_environments_not_the_predictions() {
+        let none = Sets::default();
+        let cargo = "    Updating crates.io index\nwarning: spurious network error: Could not resolve host: index.crates.io\nerror: failed to download from `https://index.crates.io/`\n";
+        assert!(environment_failure(&none, cargo).unwrap().starts_with("network needed"));
+        let npm = "npm ERR! code EAI_AGAIN\nnpm ERR! request to https://registry.npmjs.org/x failed\n";
+        assert!(environment_failure(&none, npm).unwrap().starts_with("network needed"));
+        let krate = "error: no matching package named `serde` found\n";
+        assert!(environment_failure(&none, krate).unwrap().starts_with("missing crate"));
+        // A compile error of the prediction's is no such failure; nor is one once tests ran.
+        assert_eq!(environment_failure(&none, "error[E0425]: cannot find value `x` in this scope\n"), None);
+        assert_eq!(environment_failure(&sets(&["a"], &[], &[]), cargo), None);
+    }
+
+    #[test]
     fn names_keys_and_the_per_test_comparison_are_the_harnesss() {
         let mut rec = record(&[], &[], &[]);
         assert_eq!(key(&rec), "Org/Repo");
@@ -627,14 +679,8 @@ mod tests {
         assert!(parser(&rec).unwrap_err().contains("the harness defines no instance so"));
         // Against the record: every test either names, each difference said.
         let c = against_record(&sets(&["a", "b"], &["c"], &[]), &sets(&["a", "c"], &[], &["d"]));
-        assert_eq!(c.tests, 4);
-        assert_eq!(
-            c.differ,
-            vec![
-                "b: the record has NONE, this run PASS",
-                "c: the record has PASS, this run FAIL",
-                "d: the record has SKIP, this run NONE"
-            ]
-        );
+        assert_eq!(c.tests, 3);
+        assert_eq!(c.differ, vec!["c: the record has PASS, this run FAIL", "d: the record has SKIP, this run NONE"]);
+        assert_eq!((c.extra, c.extra_names), (1, vec!["b".to_string()]));
     }
 }

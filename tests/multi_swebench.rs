@@ -1,0 +1,335 @@
+//! Multi-SWE-bench as its users run it (#23), on the real records in ../shared/multi-swe-bench:
+//! the replica images (built by `bash .ci/setup` with `rootfs/build.sh multi-swe-bench`, under
+//! the official names, in root's store), the harness's fix runs and parsers carried over as
+//! data, its grading, its report files, per-test statuses equal to the records' own, and the
+//! images pulled from a registry through a docker.io mirror (as root and as the unprivileged
+//! user, each into a store of its own).
+mod common;
+
+use common::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/multi-swe-bench")
+}
+
+fn records() -> Vec<Value> {
+    let t = std::fs::read_to_string(shared().join("instances.jsonl")).unwrap();
+    t.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn id(r: &Value) -> String {
+    r["instance_id"].as_str().unwrap().to_string()
+}
+
+/// The harness's name for an instance's image.
+fn image(r: &Value) -> String {
+    format!("mswebench/{}_m_{}:pr-{}", r["org"].as_str().unwrap(), r["repo"].as_str().unwrap(), r["number"])
+        .to_lowercase()
+}
+
+/// The harness's id of an instance.
+fn harness_id(r: &Value) -> String {
+    format!("{}/{}:pr-{}", r["org"].as_str().unwrap(), r["repo"].as_str().unwrap(), r["number"])
+}
+
+/// Whether root's store has every replica; if not, says so (the test is then skipped).
+fn replicas_ready(test: &str) -> bool {
+    if !shared().join("instances.jsonl").exists() {
+        skip(test, "no ../shared/multi-swe-bench");
+        return false;
+    }
+    if !is_root() {
+        skip(test, "the replica images are in root's store (bash .ci/setup builds them as root)");
+        return false;
+    }
+    let listed = stdout(&Mode::Root.command().arg("images").output().unwrap());
+    let missing: Vec<String> = records().iter().map(image).filter(|i| !listed.contains(i.as_str())).collect();
+    if !missing.is_empty() {
+        skip(test, &format!("replica images missing from root's store ({}): run bash .ci/setup", missing.join(", ")));
+        return false;
+    }
+    true
+}
+
+struct Run {
+    out: Output,
+    dir: PathBuf,
+}
+
+impl Run {
+    fn results(&self) -> BTreeMap<String, Value> {
+        let text = std::fs::read_to_string(self.dir.join("results.jsonl")).unwrap_or_default();
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|r| (r["instance_id"].as_str().unwrap().to_string(), r))
+            .collect()
+    }
+    fn verdicts(&self) -> BTreeMap<String, String> {
+        self.results().into_iter().map(|(k, r)| (k, r["verdict"].as_str().unwrap().to_string())).collect()
+    }
+    fn json(&self, rel: &str) -> Value {
+        let p = self.dir.join(rel);
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.display(), stderr(&self.out))),
+        )
+        .unwrap()
+    }
+    /// Every verdict is `want`, for every record; else the results, for the message.
+    fn all(&self, want: &str) -> Result<(), String> {
+        let v = self.verdicts();
+        if v.len() == records().len() && v.values().all(|x| x == want) {
+            return Ok(());
+        }
+        Err(format!("{:#?}\n{}", self.results(), stderr(&self.out)))
+    }
+}
+
+fn eval(m: Mode, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = m.owned_dir(name).join("out");
+    let mut c = m.command();
+    c.arg("eval").args(args).arg("-o").arg(&dir).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    Run { out: c.output().unwrap(), dir }
+}
+
+/// Lines written where the mode's user can read them: JSONL, or a JSON list for `.json`.
+fn write_lines(m: Mode, name: &str, recs: &[Value]) -> PathBuf {
+    let p = m.owned_dir("msb-records").join(name);
+    let text: String = if name.ends_with(".json") {
+        serde_json::to_string(recs).unwrap()
+    } else {
+        recs.iter().map(|r| r.to_string() + "\n").collect()
+    };
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// A harness result's sets by test name: PASS, FAIL or SKIP.
+fn statuses(result: &Value) -> BTreeMap<String, &'static str> {
+    let mut m = BTreeMap::new();
+    for (k, word) in [("passed_tests", "PASS"), ("failed_tests", "FAIL"), ("skipped_tests", "SKIP")] {
+        for t in result[k].as_array().unwrap() {
+            m.insert(t.as_str().unwrap().to_string(), word);
+        }
+    }
+    m
+}
+
+/// Our results' tests by name, in the harness's words.
+fn our_statuses(r: &Value) -> BTreeMap<String, &'static str> {
+    r["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let s = match t["status"].as_str().unwrap() {
+                "passed" => "PASS",
+                "failed" => "FAIL",
+                _ => "SKIP",
+            };
+            (t["name"].as_str().unwrap().to_string(), s)
+        })
+        .collect()
+}
+
+/// Gold resolves every record, and every test's status equals the record's fix_patch_result
+/// (the harness's own run of the same patch); two runs (JSONL, then a JSON list with the
+/// predictions in the harness's own shape) agree test by test; the harness's files are where
+/// its tools look for them.
+#[test]
+fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
+    if !replicas_ready("gold_resolves_every_record_test_by_test_as_the_harness_recorded") {
+        return;
+    }
+    let m = Mode::Root;
+    let recs = records();
+    let file = write_lines(m, "all.jsonl", &recs);
+    let a = eval(m, "msb-gold-a", &[file.to_str().unwrap(), "-p", "gold", "-j", "2"], &[]);
+    a.all("resolved").unwrap();
+    for r in &recs {
+        let got = &a.results()[&id(r)];
+        // Every test the record names, as the harness recorded it; what this run reports
+        // beyond them is counted apart (dayjs: the harness's log had no per-test lines from
+        // its last, many-file jest run, only its suites; here jest --verbose prints them).
+        let ours = our_statuses(got);
+        let want = statuses(&r["fix_patch_result"]);
+        for (t, s) in &want {
+            assert_eq!(ours.get(t), Some(s), "{}: {t}", id(r));
+        }
+        assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{}", id(r));
+        assert_eq!(got["record_check"]["tests"], want.len(), "{}", id(r));
+        assert_eq!(got["record_check"]["extra"].as_u64().unwrap_or(0) as usize, ours.len() - want.len(), "{}", id(r));
+        // The harness's per-instance report: valid, its lists as the record's.
+        let dir =
+            format!("{}/{}/evaluation/pr-{}", r["org"].as_str().unwrap(), r["repo"].as_str().unwrap(), r["number"]);
+        let report = a.json(&format!("{dir}/report.json"));
+        assert_eq!(report["valid"], true, "{report}");
+        for kind in ["f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests"] {
+            let want: Vec<&String> = r[kind].as_object().unwrap().keys().collect();
+            let have: Vec<&String> = report[kind].as_object().unwrap().keys().collect();
+            assert_eq!(have, want, "{}: {kind}", id(r));
+        }
+        assert!(a.dir.join(format!("{dir}/fix-patch-run.log")).exists());
+    }
+    let fin = a.json("final_report.json");
+    assert_eq!(fin["resolved_instances"], 3, "{fin}");
+    assert_eq!(fin["error_instances"], 0);
+    let mut want: Vec<String> = recs.iter().map(harness_id).collect();
+    want.sort();
+    let mut have: Vec<String> =
+        fin["resolved_ids"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
+    have.sort();
+    assert_eq!(have, want);
+    // The second run: the records as a JSON list, gold as predictions in the harness's own
+    // patch-file shape ({org, repo, number, fix_patch}).
+    let list = write_lines(m, "all.json", &recs);
+    let preds: Vec<Value> = recs
+        .iter()
+        .map(|r| serde_json::json!({"org": r["org"], "repo": r["repo"], "number": r["number"], "fix_patch": r["fix_patch"]}))
+        .collect();
+    let preds = write_lines(m, "gold-patches.jsonl", &preds);
+    let b = eval(m, "msb-gold-b", &[list.to_str().unwrap(), "-p", preds.to_str().unwrap(), "-j", "2"], &[]);
+    b.all("resolved").unwrap();
+    let (ra, rb) = (a.results(), b.results());
+    for r in &recs {
+        assert_eq!(ra[&id(r)]["tests"], rb[&id(r)]["tests"], "{}: the runs disagree", id(r));
+    }
+}
+
+/// No patch resolves none (the tests the record's fix makes pass fail at the base); an empty
+/// patch is not run; a prediction that carries the test patch's own changes besides the fix
+/// (as model patches that add tests do) has them left out and resolves, where the harness's
+/// fix run, applying both, would refuse it.
+#[test]
+fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
+    if !replicas_ready("no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone") {
+        return;
+    }
+    let m = Mode::Root;
+    let recs = records();
+    let file = write_lines(m, "all.jsonl", &recs);
+    let f = file.to_str().unwrap();
+    let stub = eval(m, "msb-stub", &[f, "-p", "stub", "-j", "2"], &[]);
+    stub.all("unresolved").unwrap();
+    for r in &recs {
+        let got = &stub.results()[&id(r)];
+        // The record's fail-to-pass test fails (or is absent) at the base, as it did in the
+        // harness's test run.
+        let f2p = r["f2p_tests"].as_object().unwrap().keys().next().unwrap();
+        assert!(got["fail_to_pass"]["failure"].as_array().unwrap().iter().any(|t| t == f2p.as_str()), "{got}");
+    }
+    let fin = stub.json("final_report.json");
+    assert_eq!((fin["unresolved_instances"].as_u64(), fin["resolved_instances"].as_u64()), (Some(3), Some(0)), "{fin}");
+    // Empty patches are not run.
+    let empty: Vec<Value> = recs.iter().map(|r| serde_json::json!({"instance_id": id(r), "model_patch": ""})).collect();
+    let empty = write_lines(m, "empty.jsonl", &empty);
+    let e = eval(m, "msb-empty", &[f, "-p", empty.to_str().unwrap()], &[]);
+    e.all("empty_patch").unwrap();
+    assert_eq!(e.json("final_report.json")["empty_patch_instances"], 3);
+    // The fix with the test patch's changes in it: those are left out, the fix resolves.
+    let both: Vec<Value> = recs
+        .iter()
+        .map(|r| {
+            let p = format!("{}{}", r["fix_patch"].as_str().unwrap(), r["test_patch"].as_str().unwrap());
+            serde_json::json!({"instance_id": id(r), "model_patch": p})
+        })
+        .collect();
+    let both = write_lines(m, "fix-and-tests.jsonl", &both);
+    let b = eval(m, "msb-fix-and-tests", &[f, "-p", both.to_str().unwrap(), "-j", "2"], &[]);
+    b.all("resolved").unwrap();
+    for (i, r) in b.results() {
+        let why = r["reason"].as_str().unwrap_or_default();
+        assert!(why.starts_with("the prediction's changes to the test patch's files left out: "), "{i}: {r}");
+    }
+    // The test patch alone (no fix): its changes left out, nothing fixed.
+    let tests_only: Vec<Value> =
+        recs.iter().map(|r| serde_json::json!({"instance_id": id(r), "model_patch": r["test_patch"]})).collect();
+    let tests_only = write_lines(m, "tests-only.jsonl", &tests_only);
+    let t = eval(m, "msb-tests-only", &[f, "-p", tests_only.to_str().unwrap(), "-j", "2"], &[]);
+    // Nothing of it is left: an empty patch, not run, and said so.
+    t.all("empty_patch").unwrap();
+    for (i, r) in t.results() {
+        assert!(
+            r["reason"].as_str().unwrap_or_default().starts_with("the prediction changes only the test patch's files"),
+            "{i}: {r}"
+        );
+    }
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The official images' path: replicas pushed to a registry (Debian's docker-registry on
+/// 127.0.0.1) under mswebench/..., reached through a registries.conf mirror for docker.io,
+/// pulled by eval into an empty store, as root and as the unprivileged user.
+#[test]
+fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
+    if !replicas_ready("replicas_pulled_through_a_docker_io_mirror_grade_the_same") {
+        return;
+    }
+    let recs = records();
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let dir = Mode::Root.scratch_dir("msb-registry");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let cfg = dir.join("config.yml");
+    std::fs::write(&cfg, format!("version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {}\nhttp:\n  addr: 127.0.0.1:{port}\n", data.display())).unwrap();
+    let _reg = Proc(
+        Command::new("docker-registry")
+            .arg("serve")
+            .arg(&cfg)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docker-registry"),
+    );
+    assert!(eventually(20, || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()));
+    let store = std::env::var("POLYSANDBOX_ROOT").unwrap_or_else(|_| "/var/lib/polysandbox".into());
+    for r in &recs {
+        let image = image(r);
+        let o = Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false"])
+            .arg(format!("oci:{store}/oci:docker.io/{image}"))
+            .arg(format!("docker://127.0.0.1:{port}/{image}"))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "push {image}: {}", stderr(&o));
+    }
+    let conf = dir.join("registries.conf");
+    std::fs::write(&conf, format!("[[registry]]\nprefix = \"docker.io\"\nlocation = \"docker.io\"\n[[registry.mirror]]\nlocation = \"127.0.0.1:{port}\"\ninsecure = true\n")).unwrap();
+    Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
+    for m in modes() {
+        let file = write_lines(m, "pulled.jsonl", &recs);
+        let own = m.scratch_dir("msb-pulled-store");
+        let env = [("POLYSANDBOX_REGISTRIES_CONF", conf.to_str().unwrap())];
+        let gold = eval(
+            m,
+            "msb-pulled-gold",
+            &[file.to_str().unwrap(), "-p", "gold", "--root", own.to_str().unwrap(), "-j", "2"],
+            &env,
+        );
+        gold.all("resolved").map_err(|e| format!("{m:?}: {e}")).unwrap();
+        for r in &recs {
+            let got = &gold.results()[&id(r)];
+            assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{m:?} {}: {got}", id(r));
+            assert!(got["image_digest"].as_str().is_some_and(|d| d.starts_with("sha256:")), "{got}");
+        }
+        let listed = stdout(&m.command().args(["images", "--root", own.to_str().unwrap()]).output().unwrap());
+        for r in &recs {
+            assert!(listed.contains(&format!("docker.io/{}", image(r))), "{m:?}: {listed}");
+        }
+    }
+}
