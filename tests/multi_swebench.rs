@@ -333,3 +333,42 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
         }
     }
 }
+
+/// An environment that cannot be had is an `error` naming why, never `unresolved`: an image no
+/// registry here serves (Docker Hub is not reachable), and, with the replicas, a record the
+/// harness's definitions do not cover (its `tag` names a class the harness lacks).
+#[test]
+fn an_environment_that_cannot_be_had_is_an_error_naming_why() {
+    if !shared().join("instances.jsonl").exists() {
+        return skip("an_environment_that_cannot_be_had_is_an_error_naming_why", "no ../shared/multi-swe-bench");
+    }
+    let fd = records().into_iter().find(|r| r["repo"] == "fd").unwrap();
+    for m in modes() {
+        let mut missing = fd.clone();
+        missing["number"] = 999_999.into();
+        missing["instance_id"] = "sharkdp__fd-999999".into();
+        let file = write_lines(m, "missing.jsonl", &[missing]);
+        let own = m.scratch_dir("msb-missing-store");
+        let run = eval(
+            m,
+            "msb-missing",
+            &[file.to_str().unwrap(), "-p", "gold", "--no-calibration", "--root", own.to_str().unwrap()],
+            &[],
+        );
+        let r = &run.results()["sharkdp__fd-999999"];
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap().starts_with("image mswebench/sharkdp_m_fd:pr-999999: "), "{m:?}: {r}");
+        let fin = run.json("final_report.json");
+        assert_eq!((fin["error_instances"].as_u64(), fin["resolved_instances"].as_u64()), (Some(1), Some(0)), "{fin}");
+    }
+    if !replicas_ready("an_environment_that_cannot_be_had_is_an_error_naming_why (definitions)") {
+        return;
+    }
+    let mut tagged = fd.clone();
+    tagged["tag"] = "v9.9".into();
+    let file = write_lines(Mode::Root, "tagged.jsonl", &[tagged]);
+    let run = eval(Mode::Root, "msb-tagged", &[file.to_str().unwrap(), "-p", "gold", "--no-calibration"], &[]);
+    let r = &run.results()["sharkdp__fd-1394"];
+    assert_eq!(r["verdict"], "error", "{r}");
+    assert!(r["reason"].as_str().unwrap().starts_with("sharkdp/fd_v9_9: the harness defines no instance so"), "{r}");
+}

@@ -123,10 +123,12 @@ fn repository_fields(v: &Value, at: &str) -> Result<Instance, String> {
     let language = string(v, &["language", "lang"]).map(|l| l.to_lowercase());
     let image = string(v, &["image", "image_name", "docker_image"]);
     let multi = v.get("fix_patch").is_some();
-    let repo = if multi {
-        format!("{}/{}", string(v, &["org"]).unwrap_or_default(), string(v, &["repo"]).unwrap_or_default())
-    } else {
-        string(v, &["repo"]).ok_or_else(|| format!("{at}: no repo"))?
+    let name = string(v, &["repo"]).ok_or_else(|| format!("{at}: no repo"))?;
+    // Multi-SWE-bench's `org` and `repo` name it together; a record without `org` names it in
+    // `repo` as owner/name.
+    let repo = match string(v, &["org"]) {
+        Some(org) if multi => format!("{org}/{name}"),
+        _ => name,
     };
     let id = match string(v, &["instance_id"]) {
         Some(id) => id,

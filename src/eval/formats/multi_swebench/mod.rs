@@ -23,9 +23,13 @@ impl Format for MultiSweBench {
         "multi-swe-bench"
     }
 
-    /// A record with Multi-SWE-bench's columns: `org`, `repo`, `number`, `fix_patch`.
+    /// A record with Multi-SWE-bench's columns: `org`, `repo`, `number`, `fix_patch`, and the
+    /// two runs its harness grades against (`run_result`, `test_patch_result`). One without
+    /// those runs cannot be graded by the harness's rule: it is a generic repository record
+    /// (its f2p/p2p lists run on the language's toolchain image), as before this format.
     fn read(&self, v: &Value, at: &str) -> Option<Result<Instance, String>> {
-        if v.get("fix_patch").is_none() || v.get("org").is_none() || v.get("number").is_none() {
+        let present = |k: &str| v.get(k).is_some_and(|x| !x.is_null());
+        if !["fix_patch", "org", "number", "run_result", "test_patch_result"].iter().all(|k| present(k)) {
             return None;
         }
         let mut inst = match repository_instance(v, at)? {
@@ -106,14 +110,10 @@ fn record(v: &Value, id: &str) -> Result<MultiRecord, String> {
             Some(x) => Sets::from_json(x).map_err(|e| at(format!("{k}: {e}"))).map(Some),
         }
     };
-    let (run_result, test_patch_result) =
-        match (result("run_result")?, result("test_patch_result")?) {
-            (Some(a), Some(b)) => (a, b),
-            _ => return Err(at(
-                "no run_result or test_patch_result: the harness grades the fix run against the record's own two runs"
-                    .into(),
-            )),
-        };
+    let (run_result, test_patch_result) = match (result("run_result")?, result("test_patch_result")?) {
+        (Some(a), Some(b)) => (a, b),
+        _ => return Err(at("no run_result or test_patch_result".into())),
+    };
     Ok(MultiRecord {
         org,
         name,
