@@ -7,6 +7,8 @@
 #                                                        through qemu-user; not imported here)
 #   rootfs/build.sh swebench RECORDS.jsonl --repos DIR  (SWE-bench replica images, under the
 #                                                        records' official names: rootfs/swebench.py)
+#   rootfs/build.sh multi-swe-bench RECORDS --repos DIR (Multi-SWE-bench replica images, under the
+#                                                        harness's names: rootfs/multi_swebench.py)
 # A recipe is rootfs/LANG.packages (Debian packages, one per line; `pkg=version` pins), an
 # optional rootfs/LANG.setup (a shell script run inside the new root, with network, to install
 # what Debian does not package), an optional executable rootfs/LANG.customize (run on the
@@ -35,6 +37,10 @@ BIN=${POLYSANDBOX_BIN:-target/$(rustc -vV | sed -n 's/^host: //p')/release/polys
 if [ "${1:-}" = swebench ]; then
   shift
   exec python3 rootfs/swebench.py --bin "$BIN" "$@"
+fi
+if [ "${1:-}" = multi-swe-bench ]; then
+  shift
+  exec python3 rootfs/multi_swebench.py --bin "$BIN" "$@"
 fi
 push=""
 relock=""

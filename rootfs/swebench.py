@@ -15,9 +15,14 @@ bullseye, 3.11 from bookworm), it builds what the harness's three Dockerfiles bu
     spec's `packages` (requirements.txt read from the repository at environment_setup_commit,
     `-r` inlined and cleaned as the harness does; conda package names installed from PyPI) and
     `pip_packages`;
-  - instance: the repository at base_commit in /testbed (remote and later tags removed, as the
-    harness does), the spec's pre_install and install commands run, `git commit --allow-empty
-    -am SWE-bench`.
+  - instance: the repository at base_commit in /testbed, the spec's pre_install and install
+    commands run, `git commit --allow-empty -am SWE-bench`. The repository holds only what the
+    base commit needs: a fresh one into which exactly base_commit's ancestry is fetched from the
+    mirror (its branch, the mirror's HEAD name, at it; the mirror's tags that are ancestors of
+    it), no remote, no later commit, ref or reflog, objects gc'd. (The harness clones the whole
+    repository and deletes the remote and the tags dated after the base: later commits stay
+    reachable from other branches and older-dated tags, its issue #70; an agent in the image
+    could read the fix there.)
 Every Python package is pinned by rootfs/swebench/locks/<owner>__<repo>-<version>.txt (written
 by the first build, `pip freeze` of the finished environment; later builds install under it as a
 constraint, so they get the same versions). `--relock` accepts new versions.
@@ -42,7 +47,7 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 # Bump when a change here changes what a replica contains (part of every cache key).
-FORMAT = 4
+FORMAT = 5
 EPOCH = int(os.environ.get("SOURCE_DATE_EPOCH", "1700000000"))
 BASES = {"3.9": "swebench-py39", "3.11": "swebench-py311"}
 # What the harness's conda environment brings besides Python (pip, setuptools, wheel): pinned.
@@ -365,20 +370,23 @@ def instance_script(p, rec, lock):
     base = p["base_commit"]
     return "\n".join([
         "git config --global --add safe.directory '*'",
-        "git clone --quiet -o origin /tmp/mirror.git /testbed",
+        # Only the base commit's ancestry: a fresh repository, the base fetched by its hash
+        # (nothing later comes along), the mirror's tags that are ancestors of it (not its
+        # `c-<sha>` tags: the shallow mirrors of ../shared/swebench name the commits they hold
+        # so, not the project's tags, and no version setuptools_scm can read), the branch the
+        # mirror's HEAD names at it. No remote, no FETCH_HEAD, no reflog.
+        'branch=$(git --git-dir=/tmp/mirror.git symbolic-ref --short HEAD 2>/dev/null || echo master)',
+        'git init --quiet --initial-branch="$branch" /testbed',
         "chmod -R 777 /testbed",
         "cd /testbed",
+        f"tags=$(git --git-dir=/tmp/mirror.git for-each-ref --merged {base} --format='%(refname)' refs/tags | {{ grep -Ev '^refs/tags/c-[0-9a-f]{{12}}$' || true; }} | sed 's/.*/&:&/')",
+        f"git -c uploadpack.allowAnySHA1InWant=true fetch --quiet --no-tags --update-shallow /tmp/mirror.git {base} $tags",
         f"git reset --quiet --hard {base}",
-        "git remote remove origin",
-        f"TARGET_TIMESTAMP=$(git show -s --format=%ci {base})",
-        'git tag -l | while read tag; do TAG_COMMIT=$(git rev-list -n 1 "$tag"); TAG_TIME=$(git show -s --format=%ci "$TAG_COMMIT"); if [[ "$TAG_TIME" > "$TARGET_TIMESTAMP" ]]; then git tag -d "$tag" >/dev/null; fi; done',
-        # The shallow mirrors of ../shared/swebench tag the commits they hold `c-<sha>`: not
-        # the project's tags, and no version setuptools_scm can read. Without a release tag
-        # reachable (a shallow mirror), a project versioned by setuptools_scm gets the spec's
-        # version tagged on the base commit, so that its version is the one the record names.
-        "git tag -l 'c-*' | { grep -E '^c-[0-9a-f]{12}$' || true; } | xargs -r git tag -d >/dev/null",
+        "rm -f .git/FETCH_HEAD",
+        # Without a release tag reachable (a shallow mirror), a project versioned by
+        # setuptools_scm gets the spec's version tagged on the base commit, so that its version
+        # is the one the record names.
         f"git describe --tags >/dev/null 2>&1 || ! grep -Eqs 'setuptools[_-]scm|use_scm_version' pyproject.toml setup.py setup.cfg || git tag {sh_quote(p['version'] + '.0')}",
-        "git for-each-ref --format='%(refname)' refs/heads | while read r; do [ \"$r\" = \"$(git symbolic-ref HEAD)\" ] || git update-ref -d \"$r\"; done",
         "git reflog expire --expire=now --all",
         "git -c pack.threads=1 gc --quiet --prune=now",
         "source /opt/miniconda3/bin/activate",

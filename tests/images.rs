@@ -372,3 +372,103 @@ fn a_toolchain_image_rebuilds_byte_identical() {
         .collect();
     assert!(left.is_empty(), "the rebuild was left behind: {left:?}");
 }
+
+/// The SWE-bench and Multi-SWE-bench replicas in root's store (`bash .ci/setup` builds them)
+/// carry no commit after their base: each image's repository holds the base, its ancestors,
+/// and commits made in the image on top of it (SWE-bench's own), and none of the other commits
+/// its mirror holds, not even unreachable (the harness's own images keep later commits, and so
+/// the fix: its issue #70).
+#[test]
+fn replicas_hold_no_commit_after_their_base() {
+    use std::collections::BTreeSet;
+    let test = "replicas_hold_no_commit_after_their_base";
+    if !is_root() {
+        return skip(test, "the replica images are in root's store (bash .ci/setup builds them as root)");
+    }
+    let top = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let listed = stdout(&Mode::Root.command().arg("images").output().unwrap());
+    let git = |mirror: &Path, args: &[&str]| -> BTreeSet<String> {
+        let o = Command::new("git")
+            .arg("-c")
+            .arg("safe.directory=*")
+            .arg("--git-dir")
+            .arg(mirror)
+            .args(args)
+            .output()
+            .unwrap();
+        ok(&o, &format!("git {args:?} in {}", mirror.display()));
+        stdout(&o).lines().map(str::to_string).collect()
+    };
+    let mut checked = 0;
+    for (records, mirrors) in [
+        ("../shared/swebench/instances.jsonl", ".cache/swebench-repos"),
+        ("../shared/multi-swe-bench/instances.jsonl", ".cache/msb-repos"),
+    ] {
+        let Ok(text) = std::fs::read_to_string(top.join(records)) else {
+            skip(test, &format!("no {records}"));
+            continue;
+        };
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let r: serde_json::Value = serde_json::from_str(line).unwrap();
+            // (image, repository in it, base commit, mirror)
+            let (image, dir, base, mirror) = match r["base_commit"].as_str() {
+                Some(base) => {
+                    let repo = r["repo"].as_str().unwrap();
+                    (
+                        r["image"].as_str().unwrap().to_string(),
+                        "/testbed".to_string(),
+                        base,
+                        format!("{}.git", repo.replace('/', "__")),
+                    )
+                }
+                None => {
+                    let (org, repo) = (r["org"].as_str().unwrap(), r["repo"].as_str().unwrap());
+                    (
+                        format!("mswebench/{org}_m_{repo}:pr-{}", r["number"]).to_lowercase(),
+                        format!("/home/{repo}"),
+                        r["base"]["sha"].as_str().unwrap(),
+                        format!("{org}__{repo}.git"),
+                    )
+                }
+            };
+            let mirror = top.join(mirrors).join(mirror);
+            if !listed.lines().any(|l| l.split_whitespace().next().is_some_and(|n| n.ends_with(&image)))
+                || !mirror.exists()
+            {
+                skip(test, &format!("{image} or its mirror {} is missing: run bash .ci/setup", mirror.display()));
+                continue;
+            }
+            let ancestry = git(&mirror, &["rev-list", base]);
+            let others: BTreeSet<String> =
+                git(&mirror, &["rev-list", "--all"]).difference(&ancestry).cloned().collect();
+            // Every commit object in the image, reachable or not; then each reachable commit
+            // that is not an ancestor of the base, and whether the base is one of its ancestors.
+            let script = format!(
+                "cd {dir} && git cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' | sed -n 's/^commit //p' \
+                 && echo --- && git rev-list --all --reflog HEAD ^{base} | while read c; do \
+                 if git merge-base --is-ancestor {base} $c; then echo \"after $c\"; else echo \"beside $c\"; fi; done"
+            );
+            let o =
+                Mode::Root.command().args(["run", "--timeout", "120s", &image, "sh", "-c", &script]).output().unwrap();
+            ok(&o, &format!("git in {image}"));
+            let out = stdout(&o);
+            let (objects, reachable) = out.split_once("---\n").unwrap_or_else(|| panic!("{image}: {out}"));
+            let objects: BTreeSet<String> = objects.lines().map(str::to_string).collect();
+            assert!(objects.contains(base), "{image}: the base commit {base} is not in {dir}");
+            let leaked: Vec<&String> = objects.intersection(&others).collect();
+            assert!(
+                leaked.is_empty(),
+                "{image}: {dir} holds commits of the mirror that are not the base's ancestors: {leaked:?}"
+            );
+            for l in reachable.lines() {
+                let (how, c) = l.split_once(' ').unwrap();
+                assert!(
+                    how == "after" && !others.contains(c),
+                    "{image}: {dir} reaches {c}, which is not made on top of the base"
+                );
+            }
+            checked += 1;
+        }
+    }
+    eprintln!("{checked} replicas checked");
+}
