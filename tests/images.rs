@@ -472,3 +472,28 @@ fn replicas_hold_no_commit_after_their_base() {
     }
     eprintln!("{checked} replicas checked");
 }
+
+/// A listing read by a reader that stops early (`images | head -1`, `grep -q`) ends quietly
+/// with 141, as SIGPIPE ends podman; it used to panic with a backtrace on stderr.
+#[test]
+fn a_reader_that_goes_away_ends_the_listing_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    for m in modes() {
+        let store = m.owned_dir("pipe");
+        let o = store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "a:1"]).output().unwrap();
+        ok(&o, "import");
+        let mut child = store_cmd(m, &store)
+            .args(["images"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let mut err = String::new();
+        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(141), "{m:?}: {err}");
+        assert!(err.is_empty(), "{m:?}: {err}");
+    }
+}

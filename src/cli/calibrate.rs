@@ -73,7 +73,7 @@ pub fn main(a: CalibrateArgs) -> i32 {
     }
     // The report: each exclusion and why, flaky tests, stubs that pass.
     let fails: Vec<_> = c.instances.iter().filter(|(_, e)| !e.gold_passes).collect();
-    println!(
+    out!(
         "calibrated {} instances ({} gold runs each): gold passes {}, fails {}",
         c.instances.len(),
         c.runs,
@@ -81,16 +81,16 @@ pub fn main(a: CalibrateArgs) -> i32 {
         fails.len()
     );
     for (id, e) in &fails {
-        println!("  excluded {id}: {}", e.cause.as_deref().unwrap_or("?"));
+        out!("  excluded {id}: {}", e.cause.as_deref().unwrap_or("?"));
     }
     for (id, e) in c.instances.iter().filter(|(_, e)| !e.flaky.is_empty()) {
-        println!("  flaky {id}: {}", e.flaky.join(", "));
+        out!("  flaky {id}: {}", e.flaky.join(", "));
     }
     for (id, _) in c.instances.iter().filter(|(_, e)| e.control_sensitive) {
-        println!("  controls change the tests of {id}: eval plants none there");
+        out!("  controls change the tests of {id}: eval plants none there");
     }
     for (id, _) in c.instances.iter().filter(|(_, e)| e.stub == Some(Verdict::Resolved)) {
-        println!("  stub passes {id}");
+        out!("  stub passes {id}");
     }
     eprintln!(
         "polysandbox: calibration written to {} and {}",

@@ -218,7 +218,7 @@ pub fn main(a: EvalArgs) -> i32 {
     bar.finish_and_clear();
     match o.format {
         ReportFormat::Table => print!("{}", report::table(&results, wall)),
-        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report::summary(&results, wall)).unwrap()),
+        ReportFormat::Json => out!("{}", serde_json::to_string_pretty(&report::summary(&results, wall)).unwrap()),
         ReportFormat::Junit => print!("{}", report::junit(&results)),
     }
     eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());

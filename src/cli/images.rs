@@ -38,13 +38,13 @@ pub fn main(a: ImagesArgs) -> i32 {
         })
         .collect();
     if a.format == "json" {
-        println!("{}", serde_json::to_string_pretty(&rows).unwrap());
+        out!("{}", serde_json::to_string_pretty(&rows).unwrap());
     } else {
-        println!("{:<50} {:<20} {:>10}", "IMAGE", "ID", "SIZE");
+        out!("{:<50} {:<20} {:>10}", "IMAGE", "ID", "SIZE");
         for r in &rows {
             let id =
                 r["digest"].as_str().unwrap_or("").trim_start_matches("sha256:").chars().take(12).collect::<String>();
-            println!(
+            out!(
                 "{:<50} {:<20} {:>10}",
                 r["name"].as_str().unwrap_or(""),
                 id,

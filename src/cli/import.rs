@@ -34,7 +34,7 @@ pub fn main(a: ImportArgs) -> i32 {
     match import::import(&store, &a.source, a.tag.as_deref(), &opts) {
         Ok(i) => {
             let c = &i.changes;
-            println!("{} {}", i.reference, i.manifest);
+            out!("{} {}", i.reference, i.manifest);
             if c.device_nodes_skipped + c.setid_bits_stripped + c.ownership_taken + c.xattrs_skipped > 0 {
                 let why = if store.shared { "for a shared store" } else { "rootless" };
                 eprintln!(

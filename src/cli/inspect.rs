@@ -35,7 +35,7 @@ pub fn main(a: InspectArgs) -> i32 {
     })();
     match r {
         Ok(v) => {
-            println!("{}", serde_json::to_string_pretty(&v).unwrap());
+            out!("{}", serde_json::to_string_pretty(&v).unwrap());
             0
         }
         Err(e) => super::error(e),

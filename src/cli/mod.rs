@@ -1,5 +1,22 @@
 //! The command line: a thin layer over the library, one file per subcommand.
 
+/// `println!` for what a subcommand prints on stdout: a reader that went away (`images | head
+/// -1`, `grep -q`) ends the process quietly with 141, as SIGPIPE ends podman, instead of the
+/// panic `println!` makes of a broken pipe.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut o = std::io::stdout().lock();
+        if let Err(e) = writeln!(o, $($arg)*).and_then(|_| o.flush()) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(141);
+            }
+            eprintln!("polysandbox: error: writing to stdout: {e}");
+            std::process::exit(125);
+        }
+    }};
+}
+
 mod calibrate;
 mod common;
 mod eval;

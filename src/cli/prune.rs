@@ -16,10 +16,10 @@ pub struct PruneArgs {
 pub fn main(a: PruneArgs) -> i32 {
     match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)).and_then(|s| s.prune()) {
         Ok((blobs, roots, bytes)) => {
-            println!("removed {blobs} blobs ({}) and {roots} unpacked rootfs", human_bytes(bytes));
+            out!("removed {blobs} blobs ({}) and {roots} unpacked rootfs", human_bytes(bytes));
             let groups = crate::cgroups::sweep_everywhere();
             if groups > 0 {
-                println!("removed {groups} stale sandbox cgroups");
+                out!("removed {groups} stale sandbox cgroups");
             }
             0
         }

@@ -73,7 +73,7 @@ pub fn main(a: PullArgs) -> i32 {
     };
     match pull::pull(&store, &a.reference, &o) {
         Ok(p) => {
-            println!("{} {}", p.imported.reference, p.imported.manifest);
+            out!("{} {}", p.imported.reference, p.imported.manifest);
             if !a.quiet {
                 eprintln!(
                     "polysandbox: {} blobs fetched ({}), the rest already in the store",

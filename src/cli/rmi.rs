@@ -23,7 +23,7 @@ pub fn main(a: RmiArgs) -> i32 {
     let mut code = 0;
     for i in &a.images {
         match Reference::parse(i).map(|r| r.to_string()).and_then(|n| store.untag(&n).map(|d| (n, d))) {
-            Ok((n, d)) => println!("Untagged: {n} {d}"),
+            Ok((n, d)) => out!("Untagged: {n} {d}"),
             Err(e) => code = super::error(e),
         }
     }
