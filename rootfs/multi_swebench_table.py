@@ -57,13 +57,9 @@ GENERATED_BY = "rootfs/multi_swebench_table.py"
 # Families not listed here (or listed as None) have no parser of ours.
 #
 # At harness commit 24f493f8a103 the 2020 rendered parse_logs fall into 1924 families, 1895 of
-# them with one instance (most modules carry their own generated parse_log); only one family has
-# 15 or more instances, the libtest one below (16). The next largest, below that threshold and
-# so not assigned, with their shapes as suggestions only:
-#   msb-7b628ad046d0 (14, golang/beego/beego.py): `go test -v` lines, `--- PASS|FAIL|SKIP: (\S+)`
-#       on stripped lines, plus a second, loose fail regex `FAIL:?\s?(.+?)\s` (so NOT exactly
-#       the plain go-test shape: it also counts e.g. a package's `FAIL\tpkg 0.1s` line);
-#       failure wins over pass; a skip is only kept if the test also failed (a harness quirk).
+# them with one instance (most modules carry their own generated parse_log). Carried over: the
+# libtest family (16 instances), the two go-test families (14 and 5), and the jest one of dayjs
+# (2). The next largest, not carried, with their shapes as suggestions only:
 #   msb-e4dc03950b13 (9, python/Qiskit/qiskit.py): SWE-bench's parse_log_pytest_v2 shape
 #       (ANSI codes stripped; `STATUS name` lines, `FAILED name - msg`, or `name STATUS` for
 #       old pytest), but STATUS is any of Multi-SWE-bench's TestStatus values (PASS, FAIL,
@@ -77,6 +73,11 @@ FAMILY_PARSERS = {
     # jest: `PASS|FAIL <suite>` lines and `✓|✕ <test>` lines, tests named `<suite>:<test>`
     # (iamkun/dayjs, anuraghazra/github-readme-stats)
     "msb-2ea228a85b3f": "msb-jest-suites",
+    # go test -v: `--- PASS|FAIL|SKIP: (\S+)` and a loose `FAIL:?\s?(.+?)\s`, failure over pass,
+    # a skip kept only for a failed test (beego, caddy, cli/cli, hugo, ...: 14 instances)
+    "msb-7b628ad046d0": "msb-gotest",
+    # the same, a subtest's name cut at its last `/` (etcd, gin, gorm, grpc-go, go-zero: 5)
+    "msb-2f95ed406439": "msb-gotest-parents",
 }
 
 # Placeholder -> the pull request field it stands for, and the sentinel rendered in its place.

@@ -483,12 +483,8 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
         let store = m.owned_dir("pipe");
         let o = store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "a:1"]).output().unwrap();
         ok(&o, "import");
-        let mut child = store_cmd(m, &store)
-            .args(["images"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child =
+            store_cmd(m, &store).args(["images"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         drop(child.stdout.take());
         let mut err = String::new();
         child.stderr.take().unwrap().read_to_string(&mut err).unwrap();

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -79,13 +79,18 @@ impl Run {
         )
         .unwrap()
     }
-    /// Every verdict is `want`, for every record; else the results, for the message.
-    fn all(&self, want: &str) -> Result<(), String> {
+    /// Every verdict is `want`, for each of `n` records; else each verdict and reason.
+    fn all(&self, want: &str, n: usize) -> Result<(), String> {
         let v = self.verdicts();
-        if v.len() == records().len() && v.values().all(|x| x == want) {
+        if v.len() == n && v.values().all(|x| x == want) {
             return Ok(());
         }
-        Err(format!("{:#?}\n{}", self.results(), stderr(&self.out)))
+        let why: Vec<String> = self
+            .results()
+            .iter()
+            .map(|(id, r)| format!("{id}: {} {}", r["verdict"], r["reason"].as_str().unwrap_or("")))
+            .collect();
+        Err(format!("{}\n{}", why.join("\n"), stderr(&self.out)))
     }
 }
 
@@ -152,7 +157,7 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
     let recs = records();
     let file = write_lines(m, "all.jsonl", &recs);
     let a = eval(m, "msb-gold-a", &[file.to_str().unwrap(), "-p", "gold", "-j", "2"], &[]);
-    a.all("resolved").unwrap();
+    a.all("resolved", recs.len()).unwrap();
     for r in &recs {
         let got = &a.results()[&id(r)];
         // Every test the record names, as the harness recorded it; what this run reports
@@ -160,22 +165,38 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
         // its last, many-file jest run, only its suites; here jest --verbose prints them).
         let ours = our_statuses(got);
         let want = statuses(&r["fix_patch_result"]);
+        let want_all: BTreeMap<String, ()> = ["f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests"]
+            .iter()
+            .flat_map(|k| r[*k].as_object().unwrap().keys().map(|t| (t.clone(), ())))
+            .collect();
         for (t, s) in &want {
             assert_eq!(ours.get(t), Some(s), "{}: {t}", id(r));
         }
         assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{}", id(r));
         assert_eq!(got["record_check"]["tests"], want.len(), "{}", id(r));
+        // Nothing in gold or its run is flagged (no exit failure beside a clean log, no
+        // report-shaped text in the patch): --strict leaves gold resolved.
+        assert!(got["tampering"].as_array().is_none_or(|a| a.is_empty()), "{}: {}", id(r), got["tampering"]);
         assert_eq!(got["record_check"]["extra"].as_u64().unwrap_or(0) as usize, ours.len() - want.len(), "{}", id(r));
         // The harness's per-instance report: valid, its lists as the record's.
         let dir =
             format!("{}/{}/evaluation/pr-{}", r["org"].as_str().unwrap(), r["repo"].as_str().unwrap(), r["number"]);
         let report = a.json(&format!("{dir}/report.json"));
         assert_eq!(report["valid"], true, "{report}");
+        // Its lists hold the record's; what they hold beyond them are tests this run reports
+        // and the harness's log did not (dayjs), each counted in record_check's extra.
+        let mut beyond = 0;
         for kind in ["f2p_tests", "p2p_tests", "s2p_tests", "n2p_tests"] {
-            let want: Vec<&String> = r[kind].as_object().unwrap().keys().collect();
-            let have: Vec<&String> = report[kind].as_object().unwrap().keys().collect();
-            assert_eq!(have, want, "{}: {kind}", id(r));
+            let want: BTreeSet<&String> = r[kind].as_object().unwrap().keys().collect();
+            let have: BTreeSet<&String> = report[kind].as_object().unwrap().keys().collect();
+            let missing: Vec<_> = want.difference(&have).collect();
+            assert!(missing.is_empty(), "{}: {kind} lacks {missing:?}", id(r));
+            for t in have.difference(&want) {
+                assert!(!want_all.contains_key(t.as_str()), "{}: {kind} has {t}, another kind in the record", id(r));
+                beyond += 1;
+            }
         }
+        assert!(beyond <= got["record_check"]["extra"].as_u64().unwrap_or(0), "{}", id(r));
         assert!(a.dir.join(format!("{dir}/fix-patch-run.log")).exists());
     }
     let fin = a.json("final_report.json");
@@ -196,10 +217,22 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
         .collect();
     let preds = write_lines(m, "gold-patches.jsonl", &preds);
     let b = eval(m, "msb-gold-b", &[list.to_str().unwrap(), "-p", preds.to_str().unwrap(), "-j", "2"], &[]);
-    b.all("resolved").unwrap();
+    b.all("resolved", recs.len()).unwrap();
+    // Test by test, the names trimmed: the harness's jest regex keeps a test name's trailing
+    // space when jest prints the test's time after it, and drops it when the test was quick
+    // (dayjs's "Format Complex with other string - : / "), so the name itself varies run to
+    // run, as it would in the harness.
     let (ra, rb) = (a.results(), b.results());
+    let trimmed = |r: &Value| -> BTreeMap<String, String> {
+        r["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["name"].as_str().unwrap().trim_end().to_string(), t["status"].to_string()))
+            .collect()
+    };
     for r in &recs {
-        assert_eq!(ra[&id(r)]["tests"], rb[&id(r)]["tests"], "{}: the runs disagree", id(r));
+        assert_eq!(trimmed(&ra[&id(r)]), trimmed(&rb[&id(r)]), "{}: the runs disagree", id(r));
     }
 }
 
@@ -217,7 +250,7 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     let file = write_lines(m, "all.jsonl", &recs);
     let f = file.to_str().unwrap();
     let stub = eval(m, "msb-stub", &[f, "-p", "stub", "-j", "2"], &[]);
-    stub.all("unresolved").unwrap();
+    stub.all("unresolved", recs.len()).unwrap();
     for r in &recs {
         let got = &stub.results()[&id(r)];
         // The record's fail-to-pass test fails (or is absent) at the base, as it did in the
@@ -231,19 +264,38 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     let empty: Vec<Value> = recs.iter().map(|r| serde_json::json!({"instance_id": id(r), "model_patch": ""})).collect();
     let empty = write_lines(m, "empty.jsonl", &empty);
     let e = eval(m, "msb-empty", &[f, "-p", empty.to_str().unwrap()], &[]);
-    e.all("empty_patch").unwrap();
+    e.all("empty_patch", recs.len()).unwrap();
     assert_eq!(e.json("final_report.json")["empty_patch_instances"], 3);
-    // The fix with the test patch's changes in it: those are left out, the fix resolves.
+    // The fix with the test patch's changes in it: those are left out, the fix resolves. They
+    // are named with other prefixes than a/ and b/ (git strips any first component): a
+    // section `diff --git x/tests/test_buf.rs y/...` that edits the tests passed the host's
+    // filter once, and was graded resolved.
+    let other_prefixes = |p: &str| -> String {
+        p.split_inclusive('\n')
+            .map(|l| {
+                if let Some(rest) = l.strip_prefix("diff --git a/") {
+                    format!("diff --git x/{}", rest.replacen(" b/", " y/", 1))
+                } else if let Some(rest) = l.strip_prefix("--- a/") {
+                    format!("--- x/{rest}")
+                } else if let Some(rest) = l.strip_prefix("+++ b/") {
+                    format!("+++ y/{rest}")
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect()
+    };
     let both: Vec<Value> = recs
         .iter()
         .map(|r| {
-            let p = format!("{}{}", r["fix_patch"].as_str().unwrap(), r["test_patch"].as_str().unwrap());
+            let p =
+                format!("{}{}", r["fix_patch"].as_str().unwrap(), other_prefixes(r["test_patch"].as_str().unwrap()));
             serde_json::json!({"instance_id": id(r), "model_patch": p})
         })
         .collect();
     let both = write_lines(m, "fix-and-tests.jsonl", &both);
     let b = eval(m, "msb-fix-and-tests", &[f, "-p", both.to_str().unwrap(), "-j", "2"], &[]);
-    b.all("resolved").unwrap();
+    b.all("resolved", recs.len()).unwrap();
     for (i, r) in b.results() {
         let why = r["reason"].as_str().unwrap_or_default();
         assert!(why.starts_with("the prediction's changes to the test patch's files left out: "), "{i}: {r}");
@@ -254,7 +306,7 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     let tests_only = write_lines(m, "tests-only.jsonl", &tests_only);
     let t = eval(m, "msb-tests-only", &[f, "-p", tests_only.to_str().unwrap(), "-j", "2"], &[]);
     // Nothing of it is left: an empty patch, not run, and said so.
-    t.all("empty_patch").unwrap();
+    t.all("empty_patch", recs.len()).unwrap();
     for (i, r) in t.results() {
         assert!(
             r["reason"].as_str().unwrap_or_default().starts_with("the prediction changes only the test patch's files"),
@@ -280,7 +332,9 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
     if !replicas_ready("replicas_pulled_through_a_docker_io_mirror_grade_the_same") {
         return;
     }
-    let recs = records();
+    // bytes (libtest) and dayjs (jest): both parser families, without pushing and pulling
+    // fd's 2 GiB twice more (the gold test grades it from root's store).
+    let recs: Vec<Value> = records().into_iter().filter(|r| r["repo"] != "fd").collect();
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = Mode::Root.scratch_dir("msb-registry");
     let data = dir.join("data");
@@ -321,7 +375,7 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
             &[file.to_str().unwrap(), "-p", "gold", "--root", own.to_str().unwrap(), "-j", "2"],
             &env,
         );
-        gold.all("resolved").map_err(|e| format!("{m:?}: {e}")).unwrap();
+        gold.all("resolved", recs.len()).map_err(|e| format!("{m:?}: {e}")).unwrap();
         for r in &recs {
             let got = &gold.results()[&id(r)];
             assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{m:?} {}: {got}", id(r));

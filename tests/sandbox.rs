@@ -512,6 +512,30 @@ fn output_under_the_limit_passes_and_the_run_ends() {
     }
 }
 
+/// With stdout and stderr one file (`> log 2>&1`, as eval keeps its logs), what the command
+/// writes to either arrives in the order it wrote it, as `2>&1` inside would give; two files
+/// stay two. (Two pipes relayed lost the order: cargo's `Running` line on stderr came out in
+/// the middle of a test binary's `test NAME ... ok` line, and the harness's parser lost it.)
+#[test]
+fn stdout_and_stderr_into_one_file_keep_their_order() {
+    let script = "i=0; while [ $i -lt 3000 ]; do printf \"o$i \"; echo \"e$i\" >&2; echo \"O$i\"; i=$((i+1)); done";
+    for m in modes() {
+        let log = m.writable_file("order.log");
+        let f = std::fs::File::create(&log).unwrap();
+        let mut c = m.command();
+        c.arg("run").arg("--rootfs").arg(m.rootfs()).args(["--timeout=60s", "--output-limit", "10M", "--"]);
+        let st = c.args(sh(script)).stdout(f.try_clone().unwrap()).stderr(f).status().unwrap();
+        assert!(st.success(), "{m:?}");
+        let want: String = (0..3000).map(|i| format!("o{i} e{i}\nO{i}\n")).collect();
+        let got = std::fs::read_to_string(&log).unwrap();
+        let first = got.lines().zip(want.lines()).position(|(a, b)| a != b);
+        assert!(got == want, "{m:?}: out of order from line {first:?}");
+        // Two files: each stream in its own.
+        let o = m.run(&["--output-limit", "1M"], &sh("echo out; echo err >&2"));
+        assert_eq!((stdout(&o).as_str(), stderr(&o).as_str()), ("out\n", "err\n"), "{m:?}");
+    }
+}
+
 #[test]
 fn background_daemons_die_with_the_sandbox() {
     for m in modes() {

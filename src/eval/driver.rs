@@ -215,7 +215,9 @@ pub fn multi_swebench(nonce: &str, workdir: &str) -> String {
     let wd = super::prepare::shell_quote(workdir);
     format!(
         r#"{PRELUDE}cd {wd} 2>/dev/null || {{ echo "polysandbox: the image has no {workdir} (the harness's tree)"; exit {SETUP_FAILED}; }}
-cp /polysandbox-in/test.patch /home/test.patch && cp /polysandbox-in/fix.patch /home/fix.patch || {{ echo "polysandbox: could not write /home/test.patch and /home/fix.patch"; exit {SETUP_FAILED}; }}
+cp /polysandbox-in/test.patch /home/test.patch || {{ echo "polysandbox: could not write /home/test.patch"; exit {SETUP_FAILED}; }}
+# The prediction is linked, not copied: however large, it takes no room in the sandbox's disk.
+rm -rf /home/fix.patch && ln -s /polysandbox-in/fix.patch /home/fix.patch || {{ echo "polysandbox: could not link /home/fix.patch"; exit {SETUP_FAILED}; }}
 if [ -s /home/test.patch ] && ! g apply --check /home/test.patch > /tmp/.ps-apply.log 2>&1; then
   ps_show 65536 < /tmp/.ps-apply.log; echo ">>>>> polysandbox: the dataset's test patch does not apply"; exit {TEST_PATCH_FAILED}
 fi
@@ -223,6 +225,25 @@ if ! g apply --check /home/test.patch /home/fix.patch > /tmp/.ps-apply.log 2>&1;
   ps_show 65536 < /tmp/.ps-apply.log; echo ">>>>> Patch Apply Failed"; exit {APPLY_FAILED}
 fi
 rm -f /tmp/.ps-apply.log
+# What the test patch's files become: as the test patch alone makes them, and with the
+# prediction after it, each read by git itself (any prefix, quoting, renames, modes, binary) on
+# a copy of the index that holds the tree as it is. A prediction that still changes one of
+# them (the host left out the sections it recognised) is refused, naming the file, so the
+# tests run as the test patch makes them.
+ps_index=$(g rev-parse --git-path index) && cp "$ps_index" /tmp/.ps-i0 && GIT_INDEX_FILE=/tmp/.ps-i0 g add -u >/dev/null 2>&1 \
+  && ps_t0=$(GIT_INDEX_FILE=/tmp/.ps-i0 g write-tree) && cp /tmp/.ps-i0 /tmp/.ps-i1 \
+  && {{ ! [ -s /home/test.patch ] || GIT_INDEX_FILE=/tmp/.ps-i1 g apply --cached /home/test.patch >/dev/null 2>&1; }} \
+  && ps_t1=$(GIT_INDEX_FILE=/tmp/.ps-i1 g write-tree) && cp /tmp/.ps-i1 /tmp/.ps-i2 \
+  || {{ echo "polysandbox: the test patch's files could not be read from the index"; exit {SETUP_FAILED}; }}
+if ! GIT_INDEX_FILE=/tmp/.ps-i2 g apply --cached /home/fix.patch > /tmp/.ps-apply.log 2>&1; then
+  ps_show 4096 < /tmp/.ps-apply.log; echo "{REFUSAL}git apply --cached refuses the prediction after the test patch: it changes what git does not track"; exit {REFUSED}
+fi
+ps_t2=$(GIT_INDEX_FILE=/tmp/.ps-i2 g write-tree) || exit {SETUP_FAILED}
+g diff --no-renames --name-only -z "$ps_t0" "$ps_t1" | LC_ALL=C sort -zu > /tmp/.ps-test-paths
+g diff --no-renames --name-only -z "$ps_t1" "$ps_t2" | LC_ALL=C sort -zu > /tmp/.ps-fix-paths
+ps_both=$(LC_ALL=C comm -z -12 /tmp/.ps-test-paths /tmp/.ps-fix-paths | tr '\0' ' ' | head -c 1000 | sed 's/ $//')
+rm -f /tmp/.ps-i0 /tmp/.ps-i1 /tmp/.ps-i2 /tmp/.ps-test-paths /tmp/.ps-fix-paths /tmp/.ps-apply.log
+if [ -n "$ps_both" ]; then echo "{REFUSAL}the prediction changes the test patch's files: $ps_both"; exit {REFUSED}; fi
 echo "polysandbox: the test patch and the prediction apply; the fix run: $(cat /polysandbox-in/fix_run)"
 echo "{sep}"
 export GIT_CONFIG_PARAMETERS="'core.hookspath=/dev/null' 'core.fsmonitor=false'"
@@ -306,6 +327,78 @@ mod tests {
         assert!(out.contains("Failed to apply patch to container: git apply --verbose\n"), "{out}");
         assert!(out.contains(">>>>> Applied Patch (patch --batch --forward --fuzz=5 -p1 -i)"), "{out}");
         assert!(out.contains("rc=0") && out.contains("three"), "{out}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// The Multi-SWE-bench driver on a real repository: a prediction that touches a test
+    /// patch's file however it names it (another prefix than a/ b/, a plain ---/+++ diff,
+    /// doubled slashes, a rename away) is refused with the file named; one that does not goes
+    /// on to the fix run, whose command sees both patches at /home.
+    #[test]
+    fn multi_swe_bench_driver_refuses_a_prediction_on_the_test_files() {
+        let d = std::env::temp_dir().join(format!("ps-msb-driver-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let (repo, input) = (d.join("repo"), d.join("in"));
+        std::fs::create_dir_all(repo.join("tests")).unwrap();
+        std::fs::create_dir_all(&input).unwrap();
+        std::fs::write(repo.join("src.txt"), "a\nb\n").unwrap();
+        std::fs::write(repo.join("tests/t.txt"), "1\n2\n").unwrap();
+        let git = |args: &[&str]| {
+            let o = Command::new("git")
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        };
+        git(&["init", "-q"]);
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "base"]);
+        let test_patch = "diff --git a/tests/t.txt b/tests/t.txt\n--- a/tests/t.txt\n+++ b/tests/t.txt\n@@ -1,2 +1,3 @@\n 1\n 2\n+3\n";
+        let fix = "diff --git a/src.txt b/src.txt\n--- a/src.txt\n+++ b/src.txt\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n";
+        let on_tests = [
+            "diff --git x/tests/t.txt y/tests/t.txt\n--- x/tests/t.txt\n+++ y/tests/t.txt\n@@ -1,2 +1,2 @@\n-1\n+one\n 2\n",
+            "--- a/tests/t.txt\n+++ b/tests/t.txt\n@@ -1,2 +1,2 @@\n-1\n+one\n 2\n",
+            "diff --git a/tests//t.txt b/tests//t.txt\n--- a/tests//t.txt\n+++ b/tests//t.txt\n@@ -1,2 +1,2 @@\n-1\n+one\n 2\n",
+            "diff --git a/tests/t.txt b/tests/u.txt\nsimilarity index 100%\nrename from tests/t.txt\nrename to tests/u.txt\n",
+            "diff --git a/tests/t.txt b/tests/t.txt\nold mode 100644\nnew mode 100755\n",
+            "diff --git a/tests/t.txt b/tests/t.txt\ndeleted file mode 100644\n--- a/tests/t.txt\n+++ /dev/null\n@@ -1,3 +0,0 @@\n-1\n-2\n-3\n",
+        ];
+        let home = d.join("home");
+        let run = |prediction: &str| -> (Option<i32>, String) {
+            std::fs::write(input.join("test.patch"), test_patch).unwrap();
+            std::fs::write(input.join("fix.patch"), prediction).unwrap();
+            let h = home.display();
+            let fix_run = format!("git apply {h}/test.patch {h}/fix.patch && cat src.txt tests/t.txt");
+            std::fs::write(input.join("fix_run"), fix_run).unwrap();
+            let _ = std::fs::remove_dir_all(&home);
+            std::fs::create_dir_all(&home).unwrap();
+            git(&["checkout", "-q", "--", "."]);
+            // The driver's fixed paths (/polysandbox-in, /home) moved under the test's directory.
+            let script = multi_swebench("0123", &repo.display().to_string())
+                .replace("/polysandbox-in", &input.display().to_string())
+                .replace("/home/", &format!("{h}/"));
+            let o = sh(&script, &d);
+            (o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned())
+        };
+        let (code, out) = run(fix);
+        assert_eq!(code, Some(0), "{out}");
+        assert!(out.contains("a\nB\n1\n2\n3\n"), "{out}");
+        assert!(std::fs::symlink_metadata(home.join("fix.patch")).unwrap().file_type().is_symlink());
+        for p in on_tests {
+            let (code, out) = run(&format!("{fix}{p}"));
+            // (git apply refuses a deletion of a file an earlier patch of the set changed: the
+            // fix run would fail, graded patch_failed.)
+            if p.contains("deleted file") && code == Some(APPLY_FAILED) {
+                continue;
+            }
+            assert_eq!(code, Some(REFUSED), "{p}: {out}");
+            assert!(
+                out.contains(&format!("{REFUSAL}the prediction changes the test patch's files: tests/t.txt")),
+                "{p}: {out}"
+            );
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 

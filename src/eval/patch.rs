@@ -329,14 +329,20 @@ pub fn without_files(patch: &str, paths: &[String]) -> (String, Vec<String>) {
     kept.extend(lines[..bounds[0]].iter().copied());
     for w in bounds.windows(2) {
         let text: String = lines[w[0]..w[1]].concat();
+        // Every way git could read each name (it strips the first component, whatever it is,
+        // and squashes doubled slashes): over-reading only leaves out more of the prediction.
+        let paths: Vec<String> = paths.iter().map(|p| squash_slashes(p)).collect();
         let names: Vec<String> = named_paths(&text)
             .into_iter()
-            .map(|n| match n.how {
-                "diff --git" | "---" | "+++" => {
-                    n.path.strip_prefix("a/").or_else(|| n.path.strip_prefix("b/")).unwrap_or(&n.path).to_string()
+            .flat_map(|n| {
+                let full = squash_slashes(&n.path);
+                let stripped = full.split_once('/').map(|(_, rest)| rest.to_string());
+                match n.how {
+                    "diff --git" | "---" | "+++" => [Some(full), stripped],
+                    _ => [Some(full), None],
                 }
-                _ => n.path,
             })
+            .flatten()
             .collect();
         match names.iter().find(|n| paths.contains(n)) {
             Some(hit) => dropped.push(hit.clone()),
@@ -344,6 +350,21 @@ pub fn without_files(patch: &str, paths: &[String]) -> (String, Vec<String>) {
         }
     }
     (kept, dropped)
+}
+
+/// A path with each run of slashes made one, and no leading `./` (as git reads a patch's).
+fn squash_slashes(p: &str) -> String {
+    let mut out = String::with_capacity(p.len());
+    for c in p.chars() {
+        if c == '/' && out.ends_with('/') {
+            continue;
+        }
+        out.push(c);
+    }
+    while let Some(rest) = out.strip_prefix("./") {
+        out = rest.to_string();
+    }
+    out
 }
 
 /// Files a patch touches, as the harness's eval script names them (`diff --git a/X b/Y`: Y,
@@ -431,6 +452,24 @@ mod without_files_tests {
         // Nothing to leave out: the patch as it was.
         assert_eq!(without_files(&patch, &[]), (patch.clone(), vec![]));
         assert_eq!(without_files(git, &tests).0, git);
+    }
+
+    /// git strips a name's first component whatever it is (`x/`, `y/`, `--src-prefix`) and
+    /// squashes doubled slashes: a section so named is the test file's too (the red team's
+    /// bypass: `diff --git x/tests/t.rs y/tests/t.rs`, graded resolved before).
+    #[test]
+    fn a_section_named_with_other_prefixes_is_still_the_test_files() {
+        let tests = vec!["tests/t.rs".to_string()];
+        let body = "@@ -1 +1 @@\n-x\n+y\n";
+        for head in [
+            "diff --git x/tests/t.rs y/tests/t.rs\n--- x/tests/t.rs\n+++ y/tests/t.rs\n",
+            "--- orig/tests/t.rs\n+++ new/tests/t.rs\n",
+            "diff --git a/tests//t.rs b/tests//t.rs\n--- a/tests//t.rs\n+++ b/tests//t.rs\n",
+            "diff --git \"a/tests/t.rs\" \"b/tests/t.rs\"\n--- \"a/tests/t.rs\"\n+++ \"b/tests/t.rs\"\n",
+        ] {
+            let (kept, dropped) = without_files(&format!("{head}{body}"), &tests);
+            assert_eq!((kept.as_str(), dropped.len()), ("", 1), "{head}");
+        }
     }
 }
 

@@ -635,14 +635,29 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-/// (read ends, write ends) of the stdout and stderr pipes.
-fn pipes() -> Result<([OwnedFd; 2], [OwnedFd; 2]), Error> {
+/// (read ends, write ends) of the stdout and stderr pipes. When our own stdout and stderr are
+/// one file (`> log 2>&1`, a terminal, eval's logs), the sandbox's are one pipe too: what it
+/// prints arrives in the order it was written, as `2>&1` inside would give (two pipes relayed
+/// lose it: cargo's `Running` line on stderr, written before a test binary starts, came out in
+/// the middle of its first `test NAME ... ok` line on stdout, and the harness's parser missed
+/// the test). Then there is one read end.
+fn pipes() -> Result<(Vec<OwnedFd>, [OwnedFd; 2]), Error> {
     let mk = || {
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| Error::new(ErrorKind::Host, format!("pipe: {e}")))
     };
     let (r1, w1) = mk()?;
+    if same_file(1, 2) {
+        let w2 = w1.try_clone().map_err(|e| Error::new(ErrorKind::Host, format!("dup: {e}")))?;
+        return Ok((vec![r1], [w1, w2]));
+    }
     let (r2, w2) = mk()?;
-    Ok(([r1, r2], [w1, w2]))
+    Ok((vec![r1, r2], [w1, w2]))
+}
+
+/// Whether two of our fds are the same file (device and inode: one pipe, file or terminal).
+fn same_file(a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> bool {
+    let st = |fd| nix::sys::stat::fstat(fd).ok().map(|s| (s.st_dev, s.st_ino, s.st_rdev));
+    matches!((st(a), st(b)), (Some(x), Some(y)) if x == y)
 }
 
 /// The CPUs to pin to when `--cpus` has no cgroup: ceil(cpus) of the allowed ones, starting

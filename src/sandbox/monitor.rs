@@ -160,7 +160,7 @@ pub fn watch(
     child: &Child,
     sock: &OwnedFd,
     sigfd: &SignalFd,
-    out: Option<[OwnedFd; 2]>,
+    out: Option<Vec<OwnedFd>>,
     limits: &Limits,
     cpu: Option<(f64, &dyn Fn() -> Option<f64>)>,
     started: Instant,
@@ -170,13 +170,15 @@ pub fn watch(
     let mut stopped: Option<Stop> = None;
     let mut kill_at: Option<Instant> = None;
     let mut init_report: Option<InitReport> = None;
-    let mut output = out.map(|[a, b]| Output {
+    // One read end per pipe: stdout's and stderr's, or one for both (see `pipes`).
+    let n = out.as_ref().map_or(0, |v| v.len());
+    let mut output = out.map(|v| Output {
         buf: vec![0; 65536],
-        fds: vec![(a, 1), (b, 2)],
+        fds: v.into_iter().zip([1, 2]).collect(),
         total: 0,
         limit: limits.output.unwrap_or(u64::MAX),
     });
-    let mut open = [output.is_some(), output.is_some()];
+    let mut open = [n > 0, n > 1];
     let mut exited = false;
     loop {
         if exited && !open[0] && !open[1] {

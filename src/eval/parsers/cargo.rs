@@ -67,7 +67,7 @@ pub fn msb(log: &str) -> Sets {
             .map(|p| regex::Regex::new(p).unwrap())
     });
     let mut s = Sets::default();
-    for line in log.lines() {
+    for line in super::py_splitlines(log) {
         let line = line.trim();
         for (re, set) in RE.iter().zip([&mut s.passed, &mut s.failed, &mut s.skipped]) {
             if let Some(c) = re.captures(line) {

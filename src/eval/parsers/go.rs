@@ -105,6 +105,53 @@ pub fn harness(log: &str) -> StatusMap {
     m
 }
 
+/// Multi-SWE-bench's `go test -v` parser (families msb-7b628ad046d0, beego, caddy, cli, hugo
+/// and 10 more, and msb-2f95ed406439, etcd, gin, gorm, grpc-go, go-zero: `base` true, a
+/// subtest counted as its parent), as its `parse_log` reads the log, quirks kept: on each
+/// stripped line `--- PASS: (\S+)` passes a test not already failed, `--- FAIL: (\S+)` and the
+/// loose `FAIL:?\s?(.+?)\s` (so a package's `FAIL\tpkg\t0.1s` line is a failed "test") fail
+/// it, whatever passed before; `--- SKIP: (\S+)` is kept only for a test that already failed.
+/// Membership is checked by the name as printed, sets hold the base name.
+pub fn msb(log: &str, base: bool) -> super::Sets {
+    use std::sync::LazyLock;
+    static RE: LazyLock<[Regex; 4]> = LazyLock::new(|| {
+        [r"^--- PASS: (\S+)", r"^--- FAIL: (\S+)", r"^FAIL:?\s?(.+?)\s", r"^--- SKIP: (\S+)"]
+            .map(|p| Regex::new(p).unwrap())
+    });
+    let name = |t: &str| -> String {
+        match t.rfind('/') {
+            Some(i) if base => t[..i].to_string(),
+            _ => t.to_string(),
+        }
+    };
+    let mut s = super::Sets::default();
+    for line in super::py_splitlines(log) {
+        let line = line.trim();
+        if let Some(c) = RE[0].captures(line) {
+            let t = &c[1];
+            if !s.failed.contains(t) {
+                s.skipped.remove(t);
+                s.passed.insert(name(t));
+            }
+        }
+        for re in &RE[1..3] {
+            if let Some(c) = re.captures(line) {
+                let t = &c[1];
+                s.passed.remove(t);
+                s.skipped.remove(t);
+                s.failed.insert(name(t));
+            }
+        }
+        if let Some(c) = RE[3].captures(line) {
+            let t = &c[1];
+            if !s.passed.contains(t) && s.failed.contains(t) {
+                s.skipped.insert(name(t));
+            }
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +198,23 @@ mod tests {
             (m["TestA/sub"], m["TestB"], m["TestC"]),
             (Some(Status::Passed), Some(Status::Failed), Some(Status::Skipped))
         );
+    }
+
+    #[test]
+    fn multi_swe_bench_go_test_lines_as_its_harness_reads_them() {
+        let log = "=== RUN   TestA\n--- PASS: TestA (0.00s)\n    --- PASS: TestB/sub_1 (0.00s)\n--- FAIL: TestC (0.01s)\n--- PASS: TestC (0.00s)\n--- SKIP: TestD (0.00s)\n--- FAIL: TestE (0.00s)\n--- SKIP: TestE (0.00s)\nFAIL\tgithub.com/o/r/pkg\t0.012s\nFAIL\nok  \tgithub.com/o/r/other\t0.1s\n";
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<std::collections::BTreeSet<_>>();
+        let s = msb(log, false);
+        // A pass after a failure does not count; a skip counts only for a failed test (and
+        // then the test is in two sets, which the harness's TestResult refuses); the package's
+        // FAIL line is a failed "test"; a bare FAIL is not.
+        assert_eq!(s.passed, names(&["TestA", "TestB/sub_1"]));
+        assert_eq!(s.failed, names(&["TestC", "TestE", "github.com/o/r/pkg"]));
+        assert_eq!(s.skipped, names(&["TestE"]));
+        assert!(s.conflict().is_some());
+        // Subtests counted as their parent, the other family.
+        let s = msb("--- PASS: TestB/sub_1 (0.00s)\n--- PASS: TestB/sub_2\n--- FAIL: TestF/x/y (0s)\n", true);
+        assert_eq!(s.passed, names(&["TestB"]));
+        assert_eq!(s.failed, names(&["TestF/x"]));
     }
 }

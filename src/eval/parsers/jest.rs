@@ -77,7 +77,7 @@ pub fn msb(log: &str) -> Result<Sets, String> {
     });
     let mut s = Sets::default();
     let mut suite: Option<String> = None;
-    for line in log.lines() {
+    for line in super::py_splitlines(log) {
         let line = line.trim();
         if line.is_empty() {
             continue;

@@ -401,15 +401,23 @@ pub enum MsbParser {
     /// jest --verbose: `PASS|FAIL <file>` opens a suite (itself a test), `✓|✕ <name>` under it
     /// is `<file>:<name>` (iamkun/dayjs, ...).
     JestSuites,
+    /// `go test -v`: `--- PASS|FAIL|SKIP: NAME`, and a package's `FAIL pkg` line (beego, caddy,
+    /// cli/cli, hugo, ...).
+    GoTest,
+    /// The same, a subtest counted as its parent (etcd, gin, gorm, grpc-go, go-zero).
+    GoTestParents,
 }
 
 impl MsbParser {
-    pub const ALL: [MsbParser; 2] = [MsbParser::Libtest, MsbParser::JestSuites];
+    pub const ALL: [MsbParser; 4] =
+        [MsbParser::Libtest, MsbParser::JestSuites, MsbParser::GoTest, MsbParser::GoTestParents];
 
     pub fn name(self) -> &'static str {
         match self {
             MsbParser::Libtest => "msb-libtest",
             MsbParser::JestSuites => "msb-jest-suites",
+            MsbParser::GoTest => "msb-gotest",
+            MsbParser::GoTestParents => "msb-gotest-parents",
         }
     }
 
@@ -422,8 +430,38 @@ impl MsbParser {
         match self {
             MsbParser::Libtest => Ok(cargo::msb(log)),
             MsbParser::JestSuites => jest::msb(log),
+            MsbParser::GoTest => Ok(go::msb(log, false)),
+            MsbParser::GoTestParents => Ok(go::msb(log, true)),
         }
     }
+}
+
+/// Python's `str.splitlines()`, which the harnesses' `parse_log`s split a log with: besides
+/// `\n` and `\r\n`, a lone `\r` (a progress line's return), `\v`, `\f`, `\x1c`-`\x1e`,
+/// `\x85`, U+2028 and U+2029 end a line.
+pub fn py_splitlines(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let t = rest?;
+        if t.is_empty() {
+            rest = None;
+            return None;
+        }
+        match t.char_indices().find(|(_, c)| {
+            matches!(c, '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}' | '\u{2029}')
+        }) {
+            Some((i, c)) => {
+                let next = i + c.len_utf8();
+                let next = if c == '\r' && t[next..].starts_with('\n') { next + 1 } else { next };
+                rest = Some(&t[next..]);
+                Some(&t[..i])
+            }
+            None => {
+                rest = None;
+                Some(t)
+            }
+        }
+    })
 }
 
 /// Multi-SWE-bench's `TestResult`: the names its parser put in each set. The harness refuses a
@@ -504,6 +542,14 @@ fn by_line(log: &str, pattern: &str, f: impl Fn(&regex::Captures) -> Option<(Str
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn lines_split_as_python_splits_them() {
+        let v: Vec<&str> = py_splitlines("a\nb\r\nc\rd\x0be\u{2028}f\n\ng\n").collect();
+        assert_eq!(v, ["a", "b", "c", "d", "e", "f", "", "g"]);
+        assert_eq!(py_splitlines("").count(), 0);
+        assert_eq!(py_splitlines("x").collect::<Vec<_>>(), ["x"]);
+    }
+
     use super::*;
 
     #[test]

@@ -363,7 +363,10 @@ pub(crate) fn run_instance(
         Ok(())
     })();
     if let Err(e) = setup {
+        // The prediction is written here too: however large, whose fault a full disk is, gold
+        // decides (after_prediction).
         r.reason = Some(format!("{}: {e}", scratch.display()));
+        r.after_prediction = true;
         return r;
     }
     let mut cmd = job_command(o, job, logs, "64M", "usage.json");
@@ -385,6 +388,14 @@ pub(crate) fn run_instance(
         None => (output.as_str(), None),
     };
     let report = grade(&mut r, record, before, fix_log, parser, rec, job, &nonce);
+    // What the prediction changes that reaches into the test run (flags; `--strict` refuses
+    // them), as for SWE-bench.
+    for flag in crate::eval::tamper::scan_patch(&fix_patch) {
+        if !r.tampering.contains(&flag) {
+            r.tampering.push(flag);
+        }
+    }
+    crate::eval::verdict::strict(o, &mut r);
     if !undone.is_empty() && r.reason.is_none() {
         r.reason = Some(format!("the prediction's changes to the test patch's files left out: {}", undone.join(", ")));
     }
@@ -434,6 +445,10 @@ fn grade(
                 r.reason = Some("the record's test patch does not apply in the image".into());
                 r.deterministic = true;
             }
+            Some(Stopped::Refused(why)) => {
+                r.verdict = Verdict::Unresolved;
+                r.reason = Some(why);
+            }
             Some(Stopped::Setup) => {
                 r.reason = Some(
                     before.lines().rev().find(|l| l.starts_with("polysandbox: ")).unwrap_or("setup failed").to_string(),
@@ -441,7 +456,11 @@ fn grade(
                 r.deterministic = true;
             }
             _ => {
+                // Killed, or an exit the driver does not make, with the prediction in the
+                // sandbox (git reading a huge patch): whose it is, gold decides (the scheduler
+                // runs it: after_prediction).
                 r.reason = Some(format!("the sandbox stopped before the fix run (exit {:?})", usage.exit_code));
+                r.after_prediction = true;
             }
         }
         return None;
@@ -499,6 +518,16 @@ fn grade(
     r.verdict = if j.valid { Verdict::Resolved } else { Verdict::Unresolved };
     if !j.valid {
         r.reason = Some(j.error.clone());
+    }
+    // The harness reads only the log. A fix run that failed while its log reports no failed
+    // test is what a forger who stops the real tests leaves (a test binary of its own that
+    // prints the record's tests as passing, then exits non-zero, so cargo runs no other): a
+    // flag, which `--strict` grades unresolved.
+    if j.valid && fix.failed.is_empty() && usage.exit_code.is_some_and(|c| c != 0) {
+        r.tampering.push(format!(
+            "the fix run exited {} while its log reports no failed test",
+            usage.exit_code.unwrap_or_default()
+        ));
     }
     Some(instance_report(rec, &j, &fix))
 }
