@@ -395,6 +395,15 @@ pub(crate) fn run_instance(
             r.tampering.push(flag);
         }
     }
+    // Code that names a test patch's file can rewrite it while the tests run (dayjs runs jest
+    // five times: the first run's import of the fix can cut a test out of the file the last
+    // run reads). Nothing in the sandbox can stop code running as the tests' user from writing
+    // there; naming the file in the clear is flagged.
+    for flag in names_test_files(&fix_patch, &tests) {
+        if !r.tampering.contains(&flag) {
+            r.tampering.push(flag);
+        }
+    }
     crate::eval::verdict::strict(o, &mut r);
     if !undone.is_empty() && r.reason.is_none() {
         r.reason = Some(format!("the prediction's changes to the test patch's files left out: {}", undone.join(", ")));
@@ -530,6 +539,18 @@ fn grade(
         ));
     }
     Some(instance_report(rec, &j, &fix))
+}
+
+/// Flags for the lines a patch adds that name one of the test patch's files (its file name, as
+/// code that opens it would write it).
+pub fn names_test_files(patch: &str, tests: &[String]) -> Vec<String> {
+    let added: String =
+        patch.lines().filter(|l| l.starts_with('+') && !l.starts_with("+++")).collect::<Vec<_>>().join("\n");
+    tests
+        .iter()
+        .filter(|t| added.contains(t.rsplit('/').next().unwrap_or(t)))
+        .map(|t| format!("names a file of the test patch, which code can rewrite while the tests run: {t}"))
+        .collect()
 }
 
 /// Why a fix run with no test result at all is the environment's failure, when its log says
@@ -673,6 +694,16 @@ mod tests {
         assert!(j.report_valid && !j.valid && j.error == "Invalid n2p_tests: missing c", "{}", j.error);
         let j = judge(&run, &test, &sets(&["a", "b"], &[], &["c"]), &rec);
         assert_eq!(j.error, "Invalid n2p_tests: missing c");
+    }
+
+    #[test]
+    fn code_that_names_a_test_file_is_flagged() {
+        let tests = vec!["test/plugin/timezone.test.js".to_string(), "tests/test_buf.rs".to_string()];
+        let rewrite =
+            "+++ b/src/index.js\n+const p = path.join(__dirname, '..', 'test', 'plugin', 'timezone.test.js')\n";
+        assert_eq!(names_test_files(rewrite, &tests).len(), 1);
+        // The diff's own header naming it, or context lines, are not code.
+        assert!(names_test_files("+++ b/tests/test_buf.rs\n test_buf.rs\n+fn f() {}\n", &tests).is_empty());
     }
 
     #[test]
