@@ -6,12 +6,13 @@
 //! user, each into a store of its own).
 mod common;
 
+use common::eval::*;
 use common::*;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/multi-swe-bench")
@@ -56,64 +57,22 @@ fn replicas_ready(test: &str) -> bool {
     true
 }
 
-struct Run {
-    out: Output,
-    dir: PathBuf,
-}
-
-impl Run {
-    fn results(&self) -> BTreeMap<String, Value> {
-        let text = std::fs::read_to_string(self.dir.join("results.jsonl")).unwrap_or_default();
-        text.lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .map(|r| (r["instance_id"].as_str().unwrap().to_string(), r))
-            .collect()
+/// Every verdict of a run is `want`, for each of `n` records; else each verdict and reason.
+fn all(run: &Run, want: &str, n: usize) -> Result<(), String> {
+    let v = run.verdicts();
+    if v.len() == n && v.values().all(|x| x == want) {
+        return Ok(());
     }
-    fn verdicts(&self) -> BTreeMap<String, String> {
-        self.results().into_iter().map(|(k, r)| (k, r["verdict"].as_str().unwrap().to_string())).collect()
-    }
-    fn json(&self, rel: &str) -> Value {
-        let p = self.dir.join(rel);
-        serde_json::from_str(
-            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.display(), stderr(&self.out))),
-        )
-        .unwrap()
-    }
-    /// Every verdict is `want`, for each of `n` records; else each verdict and reason.
-    fn all(&self, want: &str, n: usize) -> Result<(), String> {
-        let v = self.verdicts();
-        if v.len() == n && v.values().all(|x| x == want) {
-            return Ok(());
-        }
-        let why: Vec<String> = self
-            .results()
-            .iter()
-            .map(|(id, r)| format!("{id}: {} {}", r["verdict"], r["reason"].as_str().unwrap_or("")))
-            .collect();
-        Err(format!("{}\n{}", why.join("\n"), stderr(&self.out)))
-    }
+    let why: Vec<String> = run
+        .by_id()
+        .iter()
+        .map(|(id, r)| format!("{id}: {} {}", r["verdict"], r["reason"].as_str().unwrap_or("")))
+        .collect();
+    Err(format!("{}\n{}", why.join("\n"), stderr(&run.out)))
 }
 
 fn eval(m: Mode, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let dir = m.owned_dir(name).join("out");
-    let mut c = m.command();
-    c.arg("eval").args(args).arg("-o").arg(&dir).stdin(Stdio::null());
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    Run { out: c.output().unwrap(), dir }
-}
-
-/// Lines written where the mode's user can read them: JSONL, or a JSON list for `.json`.
-fn write_lines(m: Mode, name: &str, recs: &[Value]) -> PathBuf {
-    let p = m.owned_dir("msb-records").join(name);
-    let text: String = if name.ends_with(".json") {
-        serde_json::to_string(recs).unwrap()
-    } else {
-        recs.iter().map(|r| r.to_string() + "\n").collect()
-    };
-    std::fs::write(&p, text).unwrap();
-    p
+    eval_env(m, &m.owned_dir(name).join("out"), args, env)
 }
 
 /// A harness result's sets by test name: PASS, FAIL or SKIP.
@@ -155,11 +114,11 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
     }
     let m = Mode::Root;
     let recs = records();
-    let file = write_lines(m, "all.jsonl", &recs);
+    let file = write_records(m, "all.jsonl", &recs);
     let a = eval(m, "msb-gold-a", &[file.to_str().unwrap(), "-p", "gold", "-j", "2"], &[]);
-    a.all("resolved", recs.len()).unwrap();
+    all(&a, "resolved", recs.len()).unwrap();
     for r in &recs {
-        let got = &a.results()[&id(r)];
+        let got = &a.by_id()[&id(r)];
         // Every test the record names, as the harness recorded it; what this run reports
         // beyond them is counted apart (dayjs: the harness's log had no per-test lines from
         // its last, many-file jest run, only its suites; here jest --verbose prints them).
@@ -210,19 +169,19 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
     assert_eq!(have, want);
     // The second run: the records as a JSON list, gold as predictions in the harness's own
     // patch-file shape ({org, repo, number, fix_patch}).
-    let list = write_lines(m, "all.json", &recs);
+    let list = write_records(m, "all.json", &recs);
     let preds: Vec<Value> = recs
         .iter()
         .map(|r| serde_json::json!({"org": r["org"], "repo": r["repo"], "number": r["number"], "fix_patch": r["fix_patch"]}))
         .collect();
-    let preds = write_lines(m, "gold-patches.jsonl", &preds);
+    let preds = write_records(m, "gold-patches.jsonl", &preds);
     let b = eval(m, "msb-gold-b", &[list.to_str().unwrap(), "-p", preds.to_str().unwrap(), "-j", "2"], &[]);
-    b.all("resolved", recs.len()).unwrap();
+    all(&b, "resolved", recs.len()).unwrap();
     // Test by test, the names trimmed: the harness's jest regex keeps a test name's trailing
     // space when jest prints the test's time after it, and drops it when the test was quick
     // (dayjs's "Format Complex with other string - : / "), so the name itself varies run to
     // run, as it would in the harness.
-    let (ra, rb) = (a.results(), b.results());
+    let (ra, rb) = (a.by_id(), b.by_id());
     let trimmed = |r: &Value| -> BTreeMap<String, String> {
         r["tests"]
             .as_array()
@@ -247,12 +206,12 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     }
     let m = Mode::Root;
     let recs = records();
-    let file = write_lines(m, "all.jsonl", &recs);
+    let file = write_records(m, "all.jsonl", &recs);
     let f = file.to_str().unwrap();
     let stub = eval(m, "msb-stub", &[f, "-p", "stub", "-j", "2"], &[]);
-    stub.all("unresolved", recs.len()).unwrap();
+    all(&stub, "unresolved", recs.len()).unwrap();
     for r in &recs {
-        let got = &stub.results()[&id(r)];
+        let got = &stub.by_id()[&id(r)];
         // The record's fail-to-pass test fails (or is absent) at the base, as it did in the
         // harness's test run.
         let f2p = r["f2p_tests"].as_object().unwrap().keys().next().unwrap();
@@ -262,9 +221,9 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     assert_eq!((fin["unresolved_instances"].as_u64(), fin["resolved_instances"].as_u64()), (Some(3), Some(0)), "{fin}");
     // Empty patches are not run.
     let empty: Vec<Value> = recs.iter().map(|r| serde_json::json!({"instance_id": id(r), "model_patch": ""})).collect();
-    let empty = write_lines(m, "empty.jsonl", &empty);
+    let empty = write_records(m, "empty.jsonl", &empty);
     let e = eval(m, "msb-empty", &[f, "-p", empty.to_str().unwrap()], &[]);
-    e.all("empty_patch", recs.len()).unwrap();
+    all(&e, "empty_patch", recs.len()).unwrap();
     assert_eq!(e.json("final_report.json")["empty_patch_instances"], 3);
     // The fix with the test patch's changes in it: those are left out, the fix resolves. They
     // are named with other prefixes than a/ and b/ (git strips any first component): a
@@ -293,21 +252,21 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
             serde_json::json!({"instance_id": id(r), "model_patch": p})
         })
         .collect();
-    let both = write_lines(m, "fix-and-tests.jsonl", &both);
+    let both = write_records(m, "fix-and-tests.jsonl", &both);
     let b = eval(m, "msb-fix-and-tests", &[f, "-p", both.to_str().unwrap(), "-j", "2"], &[]);
-    b.all("resolved", recs.len()).unwrap();
-    for (i, r) in b.results() {
+    all(&b, "resolved", recs.len()).unwrap();
+    for (i, r) in b.by_id() {
         let why = r["reason"].as_str().unwrap_or_default();
         assert!(why.starts_with("the prediction's changes to the test patch's files left out: "), "{i}: {r}");
     }
     // The test patch alone (no fix): its changes left out, nothing fixed.
     let tests_only: Vec<Value> =
         recs.iter().map(|r| serde_json::json!({"instance_id": id(r), "model_patch": r["test_patch"]})).collect();
-    let tests_only = write_lines(m, "tests-only.jsonl", &tests_only);
+    let tests_only = write_records(m, "tests-only.jsonl", &tests_only);
     let t = eval(m, "msb-tests-only", &[f, "-p", tests_only.to_str().unwrap(), "-j", "2"], &[]);
     // Nothing of it is left: an empty patch, not run, and said so.
-    t.all("empty_patch", recs.len()).unwrap();
-    for (i, r) in t.results() {
+    all(&t, "empty_patch", recs.len()).unwrap();
+    for (i, r) in t.by_id() {
         assert!(
             r["reason"].as_str().unwrap_or_default().starts_with("the prediction changes only the test patch's files"),
             "{i}: {r}"
@@ -366,7 +325,7 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
     std::fs::write(&conf, format!("[[registry]]\nprefix = \"docker.io\"\nlocation = \"docker.io\"\n[[registry.mirror]]\nlocation = \"127.0.0.1:{port}\"\ninsecure = true\n")).unwrap();
     Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
     for m in modes() {
-        let file = write_lines(m, "pulled.jsonl", &recs);
+        let file = write_records(m, "pulled.jsonl", &recs);
         let own = m.scratch_dir("msb-pulled-store");
         let env = [("POLYSANDBOX_REGISTRIES_CONF", conf.to_str().unwrap())];
         let gold = eval(
@@ -375,9 +334,9 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
             &[file.to_str().unwrap(), "-p", "gold", "--root", own.to_str().unwrap(), "-j", "2"],
             &env,
         );
-        gold.all("resolved", recs.len()).map_err(|e| format!("{m:?}: {e}")).unwrap();
+        all(&gold, "resolved", recs.len()).map_err(|e| format!("{m:?}: {e}")).unwrap();
         for r in &recs {
-            let got = &gold.results()[&id(r)];
+            let got = &gold.by_id()[&id(r)];
             assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{m:?} {}: {got}", id(r));
             assert!(got["image_digest"].as_str().is_some_and(|d| d.starts_with("sha256:")), "{got}");
         }
@@ -401,7 +360,7 @@ fn an_environment_that_cannot_be_had_is_an_error_naming_why() {
         let mut missing = fd.clone();
         missing["number"] = 999_999.into();
         missing["instance_id"] = "sharkdp__fd-999999".into();
-        let file = write_lines(m, "missing.jsonl", &[missing]);
+        let file = write_records(m, "missing.jsonl", &[missing]);
         let own = m.scratch_dir("msb-missing-store");
         let run = eval(
             m,
@@ -409,7 +368,7 @@ fn an_environment_that_cannot_be_had_is_an_error_naming_why() {
             &[file.to_str().unwrap(), "-p", "gold", "--no-calibration", "--root", own.to_str().unwrap()],
             &[],
         );
-        let r = &run.results()["sharkdp__fd-999999"];
+        let r = &run.by_id()["sharkdp__fd-999999"];
         assert_eq!(r["verdict"], "error", "{m:?}: {r}");
         assert!(r["reason"].as_str().unwrap().starts_with("image mswebench/sharkdp_m_fd:pr-999999: "), "{m:?}: {r}");
         let fin = run.json("final_report.json");
@@ -420,9 +379,9 @@ fn an_environment_that_cannot_be_had_is_an_error_naming_why() {
     }
     let mut tagged = fd.clone();
     tagged["tag"] = "v9.9".into();
-    let file = write_lines(Mode::Root, "tagged.jsonl", &[tagged]);
+    let file = write_records(Mode::Root, "tagged.jsonl", &[tagged]);
     let run = eval(Mode::Root, "msb-tagged", &[file.to_str().unwrap(), "-p", "gold", "--no-calibration"], &[]);
-    let r = &run.results()["sharkdp__fd-1394"];
+    let r = &run.by_id()["sharkdp__fd-1394"];
     assert_eq!(r["verdict"], "error", "{r}");
     assert!(r["reason"].as_str().unwrap().starts_with("sharkdp/fd_v9_9: the harness defines no instance so"), "{r}");
 }

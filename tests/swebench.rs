@@ -6,6 +6,7 @@
 //! user, each into a store of its own).
 mod common;
 
+use common::eval::write_records;
 use common::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -90,18 +91,6 @@ fn eval(m: Mode, name: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
 
 fn all(v: &BTreeMap<String, String>, verdict: &str) -> bool {
     v.len() == ids().len() && v.values().all(|x| x == verdict)
-}
-
-/// Records written where the mode's user can read them, in a format.
-fn write_records(m: Mode, name: &str, recs: &[Value]) -> PathBuf {
-    let p = m.owned_dir("records").join(name);
-    let text: String = if name.ends_with(".json") {
-        serde_json::to_string(recs).unwrap()
-    } else {
-        recs.iter().map(|r| r.to_string() + "\n").collect()
-    };
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 /// The records without the newer columns (image, eval_script, log_parser, eval_type), as the

@@ -3,6 +3,7 @@
 
 use super::*;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -58,6 +59,21 @@ impl Run {
             .find(|r| r["instance_id"] == id)
             .unwrap_or_else(|| panic!("no result for {id}: {}", stderr(&self.out)))
     }
+    /// The results by instance id (the last of each).
+    pub fn by_id(&self) -> BTreeMap<String, Value> {
+        self.results().into_iter().map(|r| (r["instance_id"].as_str().unwrap().to_string(), r)).collect()
+    }
+    pub fn verdicts(&self) -> BTreeMap<String, String> {
+        self.by_id().into_iter().map(|(k, r)| (k, r["verdict"].as_str().unwrap().to_string())).collect()
+    }
+    /// A JSON file the run wrote, by its path under the output directory.
+    pub fn json(&self, rel: &str) -> Value {
+        let p = self.dir.join(rel);
+        serde_json::from_str(
+            &std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}\n{}", p.display(), stderr(&self.out))),
+        )
+        .unwrap()
+    }
     pub fn report(&self) -> Value {
         serde_json::from_str(
             &std::fs::read_to_string(self.dir.join("report.json"))
@@ -69,8 +85,16 @@ impl Run {
 
 /// `polysandbox eval ARGS -o DIR` in mode `m` (the test user with its own store).
 pub fn eval_in(m: Mode, dir: &Path, args: &[&str]) -> Run {
+    eval_env(m, dir, args, &[])
+}
+
+/// The same with environment variables set.
+pub fn eval_env(m: Mode, dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut c = m.command();
     c.arg("eval").args(args).arg("-o").arg(dir).stdin(Stdio::null());
+    for (k, v) in env {
+        c.env(k, v);
+    }
     if m == Mode::User && is_root() && !args.contains(&"--root") {
         c.args(["--root", USER_STORE]);
     }
@@ -136,6 +160,19 @@ impl Calc {
         serde_json::json!({"org": "acme", "repo": "calc", "number": number, "base": {"sha": self.base}, "fix_patch": self.fix, "test_patch": self.test_patch,
             "f2p_tests": {"tests/test_calc.py::test_add": {}}, "p2p_tests": {"tests/test_calc.py::test_mul": {}}, "language": "python"})
     }
+}
+
+/// Records written where the mode's user can read them: a JSON list for a `.json` name, else
+/// one per line.
+pub fn write_records(m: Mode, name: &str, recs: &[Value]) -> PathBuf {
+    let p = m.owned_dir("records").join(name);
+    let text: String = if name.ends_with(".json") {
+        serde_json::to_string(recs).unwrap()
+    } else {
+        recs.iter().map(|r| r.to_string() + "\n").collect()
+    };
+    std::fs::write(&p, text).unwrap();
+    p
 }
 
 /// Writes JSON records, one per line, readable by every user.
