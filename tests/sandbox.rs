@@ -1010,3 +1010,47 @@ fn kernel_at_least(major: u32, minor: u32) -> bool {
     let mut it = r.trim().split(|c: char| !c.is_ascii_digit()).map(|n| n.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
 }
+
+/// `--protect`: once a process of the sandbox asks (SIGUSR2 to pid 1, answered by the same
+/// signal), the file is read-only and neither it nor a directory above it can be replaced,
+/// renamed or removed; files beside it stay writable; the usage record says what was done, and
+/// `--digest-after` reads the file as the run left it. Asking again changes nothing; asking
+/// never (no SIGUSR2) protects nothing.
+#[test]
+fn protected_files_cannot_be_changed_once_asked_for() {
+    let script = r#"mkdir -p /w/t/sub && echo orig > /w/t/sub/f
+trap 'done=1' USR2; kill -USR2 1; while [ -z "$done" ]; do sleep 0.01; done
+echo evil > /w/t/sub/f && echo WROTE
+rm -f /w/t/sub/f && echo REMOVED
+mv /w/t/sub/f /w/t/sub/g && echo RENAMED
+mv /w/t/sub /w/t/sub2 && echo MOVED-DIR
+mv /w/t /w/t2 && echo MOVED-TOP
+chmod 777 /w/t/sub/f && echo CHMODDED
+ln /w/t/sub/f /w/t/sub/hl && echo LINKED
+echo new > /w/t/sub/beside && echo beside-ok
+kill -USR2 1; sleep 0.1
+cat /w/t/sub/f"#;
+    for m in modes() {
+        let (o, s) = m.run_stats(
+            &["--protect", "/w/t/sub/f", "--protect", "/w/t/absent", "--digest-after", "/w/t/sub/f"],
+            &sh(script),
+        );
+        let out = stdout(&o);
+        assert_eq!(out, "beside-ok\norig\n", "{m:?}: {out}{}", stderr(&o));
+        assert_eq!(s["protect"]["asked"], true, "{m:?}: {s}");
+        assert_eq!(s["protect"]["protected"], 1, "{m:?}: {s}");
+        let why = s["protect"]["not_protected"].to_string();
+        assert!(why.contains("/w/t/absent"), "{m:?}: {s}");
+        // sha256 of "orig\n".
+        let want = "dd0aec17a1d2d8ad52db01924d64a79379d73aefe386d41f8e785d073b827649";
+        assert_eq!(s["digests_after"][0]["sha256"], want, "{m:?}: {s}");
+        // Not asked: nothing protected, and the record says so.
+        let (o, s) = m.run_stats(
+            &["--protect", "/w/f", "--digest-after", "/w/f"],
+            &sh("mkdir -p /w && echo a > /w/f && echo b > /w/f && cat /w/f"),
+        );
+        assert_eq!(stdout(&o), "b\n", "{m:?}: {}", stderr(&o));
+        assert_eq!(s["protect"]["asked"], false, "{m:?}: {s}");
+        assert!(s["digests_after"][0]["sha256"].is_string(), "{m:?}: {s}");
+    }
+}

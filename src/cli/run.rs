@@ -72,6 +72,17 @@ pub struct RunArgs {
     /// own failures included (`"status": "error"`).
     #[arg(long = "stats-json", value_name = "FILE")]
     stats_json: Option<PathBuf>,
+    /// Once the command and every process of the sandbox have ended, record the SHA-256 of the
+    /// file at PATH (absolute, inside the sandbox; no symlinks followed) in the usage record:
+    /// whether the run changed it. Repeatable.
+    #[arg(long = "digest-after", value_name = "PATH")]
+    digest_after: Vec<String>,
+    /// When a process of the sandbox first sends SIGUSR2 to pid 1, make the file at PATH
+    /// (absolute, inside the sandbox) read-only and the directories above it immovable, then
+    /// answer the sender with SIGUSR2: files the command prepared, protected from the code it
+    /// runs next. Repeatable.
+    #[arg(long = "protect", value_name = "PATH")]
+    protect: Vec<String>,
     /// Seccomp profile (Docker's JSON format), or "unconfined".
     #[arg(long, value_name = "FILE|unconfined")]
     seccomp: Option<String>,
@@ -289,6 +300,18 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
     }
     for t in &a.tmpfs {
         spec.tmpfs.push(parse_tmpfs(t).map_err(usage)?);
+    }
+    for p in &a.digest_after {
+        if !p.starts_with('/') || p.contains('\0') {
+            return Err(usage(format!("invalid --digest-after '{p}': expected an absolute path")));
+        }
+        spec.digest_after.push(p.clone());
+    }
+    for p in &a.protect {
+        if !p.starts_with('/') || p.contains('\0') {
+            return Err(usage(format!("invalid --protect '{p}': expected an absolute path")));
+        }
+        spec.protect.push(p.clone());
     }
     spec.seccomp = match a.seccomp.as_deref() {
         None => Seccomp::Default,

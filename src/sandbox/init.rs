@@ -72,6 +72,11 @@ pub struct InitReport {
     pub cpu_user: f64,
     pub cpu_system: f64,
     pub maxrss_kib: u64,
+    /// For each of the spec's `digest_after` paths, in order: the file's SHA-256 once every
+    /// process had ended, or why there is none.
+    pub digests: Vec<Result<String, String>>,
+    /// `--protect`: asked for (how many were protected, why each other was not), or not.
+    pub protected: Option<(usize, Vec<String>)>,
 }
 
 /// The limit for which the init's watchdog killed the sandbox.
@@ -218,12 +223,44 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     report.start_failure = failure;
     report.layer_xattrs = layer_xattrs;
     super::trace::step("init: command reaped");
+    report.digests = digests(&plan.spec.digest_after);
     if let Ok(st) = nix::sys::statfs::fstatfs(&scratch) {
         let bs = st.block_size() as u64;
         report.disk_total = st.blocks() * bs;
         report.disk_used = (st.blocks() - st.blocks_free()) * bs;
     }
     Ok(report)
+}
+
+/// Largest file `digests` reads.
+const DIGEST_CAP: u64 = 1 << 30;
+
+/// The SHA-256 of each path, read as the sandbox's root sees it (no symlinks followed, regular
+/// files only), after every process of the sandbox is gone: nothing can change them meanwhile.
+fn digests(paths: &[String]) -> Vec<Result<String, String>> {
+    use sha2::Digest;
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let root = match sys::openat2(libc::AT_FDCWD, "/", libc::O_PATH | libc::O_DIRECTORY, 0) {
+        Ok(fd) => fd,
+        Err(e) => return paths.iter().map(|_| Err(format!("/: {e}"))).collect(),
+    };
+    paths
+        .iter()
+        .map(|p| {
+            let rel = p.trim_start_matches('/');
+            let resolve = sys::RESOLVE_IN_ROOT | sys::RESOLVE_NO_SYMLINKS;
+            let mut f = match sys::open_untrusted(root.as_raw_fd(), rel, resolve, DIGEST_CAP) {
+                Ok(f) => f,
+                Err(sys::Untrusted::Io(e)) if e.raw_os_error() == Some(libc::ENOENT) => return Err("absent".into()),
+                Err(e) => return Err(e.to_string()),
+            };
+            let mut h = sha2::Sha256::new();
+            std::io::copy(&mut f, &mut h).map_err(|e| e.to_string())?;
+            Ok(format!("{:x}", h.finalize()))
+        })
+        .collect()
 }
 
 /// Whether the tmpfs at `scratch` keeps `user.` xattrs: set one on its root and take it away.
@@ -314,6 +351,22 @@ fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
                 report.status = Some(st);
                 break;
             }
+        } else if sig == libc::SIGUSR2
+            && info.si_code == libc::SI_USER
+            // SAFETY: reading the sender pid of a signal we received.
+            && unsafe { info.si_pid() } != 0
+            && !plan.spec.protect.is_empty()
+        {
+            // A process of the sandbox asks for `--protect`: done once, at the first asking;
+            // the asker is told when it is done (by the same signal).
+            // SAFETY: as above.
+            let asker = unsafe { info.si_pid() };
+            if report.protected.is_none() {
+                report.protected = Some(mounts::protect(&plan.spec.protect));
+                super::trace::step("init: paths protected");
+            }
+            // SAFETY: plain kill, to a pid of our namespace.
+            unsafe { libc::kill(asker, libc::SIGUSR2) };
         } else if sig > 0 {
             // Only the supervisor's signals are obeyed: sent by kill(2) from outside the pid
             // namespace, they come as SI_USER with si_pid 0. A process inside can queue a

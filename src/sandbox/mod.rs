@@ -119,6 +119,13 @@ pub struct Spec {
     pub cgroup_manager: Manager,
     /// uid and gid inside the sandbox.
     pub user: (u32, u32),
+    /// Absolute paths inside the sandbox whose SHA-256 the init takes once the command and
+    /// every other process of the sandbox have ended (`--digest-after`).
+    pub digest_after: Vec<String>,
+    /// Absolute paths inside the sandbox the init makes read-only (and the directories above
+    /// them immovable) when a process of the sandbox first asks, by SIGUSR2 to pid 1
+    /// (`--protect`).
+    pub protect: Vec<String>,
 }
 
 impl Spec {
@@ -136,6 +143,8 @@ impl Spec {
             seccomp: Seccomp::Default,
             cgroup_manager: Manager::Auto,
             user: (0, 0),
+            digest_after: Vec::new(),
+            protect: Vec::new(),
         }
     }
 }

@@ -412,6 +412,32 @@ pub struct Report {
     /// Why there is no cgroup, when there is none.
     pub cgroup_unavailable: Option<String>,
     pub rootless: bool,
+    /// The `--digest-after` files, as the init read them once every process had ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub digests_after: Vec<DigestAfter>,
+    /// `--protect`: whether a process asked, and what was protected then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protect: Option<Protect>,
+}
+
+/// What `--protect` did: nothing until a process of the sandbox asked (SIGUSR2 to pid 1).
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct Protect {
+    pub asked: bool,
+    pub protected: usize,
+    /// Why each path that was not protected was not ("No such file or directory", a symlink).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_protected: Vec<String>,
+}
+
+/// A file's SHA-256 after the run (`--digest-after`), or why it has none ("absent", a
+/// symlink, not a regular file).
+#[derive(Debug, Serialize, Deserialize, Clone, PartialEq)]
+pub struct DigestAfter {
+    pub path: String,
+    pub sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 fn secs(tv: libc::timeval) -> f64 {
@@ -621,6 +647,24 @@ pub(crate) fn build(
         cgroup,
         cgroup_unavailable: cgroup_note,
         rootless,
+        protect: (!spec.protect.is_empty()).then(|| match &init.protected {
+            Some((n, why)) => Protect { asked: true, protected: *n, not_protected: why.clone() },
+            None => Protect { asked: false, protected: 0, not_protected: Vec::new() },
+        }),
+        digests_after: spec
+            .digest_after
+            .iter()
+            .zip(init.digests.iter().map(Some).chain(std::iter::repeat(None)))
+            .map(|(p, d)| DigestAfter {
+                path: p.clone(),
+                sha256: d.and_then(|d| d.as_ref().ok().cloned()),
+                error: match d {
+                    Some(Ok(_)) => None,
+                    Some(Err(e)) => Some(e.clone()),
+                    None => Some("not read: the run did not end normally".into()),
+                },
+            })
+            .collect(),
     })
 }
 
@@ -676,6 +720,8 @@ impl Report {
             cgroup_unavailable: None,
             // SAFETY: geteuid cannot fail.
             rootless: unsafe { libc::geteuid() } != 0,
+            digests_after: Vec::new(),
+            protect: None,
         }
     }
 }
