@@ -1030,6 +1030,19 @@ ln /w/t/sub/f /w/t/sub/hl && echo LINKED
 echo new > /w/t/sub/beside && echo beside-ok
 kill -USR2 1; sleep 0.1
 cat /w/t/sub/f"#;
+    // A process whose working directory was taken before the protection (the fix run's shell
+    // has done its `cd` before its `git apply`) reaches the file by a relative path, through
+    // /proc/PID/cwd, or by a hard link made from there: each is refused too (the third red
+    // team wrote the file so, then put it back before the end).
+    let old_cwd = r#"mkdir -p /w/t/sub && echo orig > /w/t/sub/f && cd /w/t
+trap 'done=1' USR2; kill -USR2 1; while [ -z "$done" ]; do sleep 0.01; done
+echo evil > sub/f && echo WROTE-RELATIVE
+(cd / && echo evil > /proc/$PPID/cwd/sub/f) 2>/dev/null && echo WROTE-PROC
+sh -c "cd / && echo evil > /proc/$$/cwd/sub/f" && echo WROTE-PROC
+ln sub/f /w/hl && echo LINKED
+truncate -s 0 sub/f 2>/dev/null && echo TRUNCATED
+cd sub && echo evil > f && echo WROTE-FROM-DIR
+cat /w/t/sub/f"#;
     for m in modes() {
         let (o, s) = m.run_stats(
             &["--protect", "/w/t/sub/f", "--protect", "/w/t/absent", "--digest-after", "/w/t/sub/f"],
@@ -1043,6 +1056,9 @@ cat /w/t/sub/f"#;
         assert!(why.contains("/w/t/absent"), "{m:?}: {s}");
         // sha256 of "orig\n".
         let want = "dd0aec17a1d2d8ad52db01924d64a79379d73aefe386d41f8e785d073b827649";
+        assert_eq!(s["digests_after"][0]["sha256"], want, "{m:?}: {s}");
+        let (o, s) = m.run_stats(&["--protect", "/w/t/sub/f", "--digest-after", "/w/t/sub/f"], &sh(old_cwd));
+        assert_eq!(stdout(&o), "orig\n", "{m:?}: {}", stderr(&o));
         assert_eq!(s["digests_after"][0]["sha256"], want, "{m:?}: {s}");
         // Not asked: nothing protected, and the record says so.
         let (o, s) = m.run_stats(

@@ -407,48 +407,63 @@ fn loopback_up() -> Result<()> {
 /// by anything in the sandbox (the command has no CAP_SYS_ADMIN to take the mounts away):
 /// `--protect`. Resolved without following symlinks, by descriptor throughout. Returns how
 /// many were protected and, for each that was not, why.
+///
+/// The order matters. Each file is made read-only first, where every existing view of it
+/// meets it: a mount on the file in the mount the processes already stand in (a shell whose
+/// working directory was taken before, `/proc/PID/cwd`, a directory fd, all resolve through
+/// it). Only then is each directory above bound onto itself, top down, as a recursive clone
+/// that carries the read-only mounts beneath it along; a mount point cannot be renamed or
+/// removed by any path (the kernel asks of the directory, not of the view). Done the other way
+/// round, the read-only mounts sat only in the new views, and an old working directory wrote
+/// through to the file (the third red team did).
 pub fn protect(paths: &[String]) -> (usize, Vec<String>) {
-    let mut done = 0;
     let mut why = Vec::new();
-    let mut pinned: std::collections::HashSet<String> = std::collections::HashSet::new();
     let root = match sys::openat2(libc::AT_FDCWD, "/", libc::O_PATH | libc::O_DIRECTORY, 0) {
         Ok(fd) => fd,
         Err(e) => return (0, vec![format!("/: {e}")]),
     };
     let resolve = sys::RESOLVE_IN_ROOT | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
-    // A bind of `rel` onto itself: a clone of the tree at it, attached at it.
+    // A bind of `rel` onto itself: a (recursive) clone of the tree at it, attached at it.
     let pin = |rel: &str, flags: i32, attrs: u64| -> Result<()> {
         let at = sys::openat2(root.as_raw_fd(), rel, libc::O_PATH | libc::O_NOFOLLOW | flags, resolve)
-            .map_err(|e| format!("{rel}: {e}"))?;
+            .map_err(|e| format!("/{rel}: {e}"))?;
+        if flags & libc::O_DIRECTORY == 0 {
+            let md = std::fs::File::from(at.try_clone().map_err(|e| format!("/{rel}: {e}"))?)
+                .metadata()
+                .map_err(|e| format!("/{rel}: {e}"))?;
+            if !md.is_file() {
+                return Err(format!("/{rel}: not a regular file"));
+            }
+        }
         let tree = sys::open_tree(at.as_raw_fd(), c"", rel)?;
         // (Private too, as every mount of the sandbox.)
         sys::mount_setattr(tree.as_raw_fd(), attrs, None, rel)?;
         sys::move_mount_to_fd(tree.as_raw_fd(), at.as_raw_fd(), rel)
     };
+    let mut done = Vec::new();
     for p in paths {
         let rel = p.trim_start_matches('/');
-        let parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
-        let r = (|| -> Result<()> {
-            let Some((_, dirs)) = parts.split_last() else { return Err(format!("{p}: not a file")) };
-            for n in 1..=dirs.len() {
-                let d = dirs[..n].join("/");
-                if !pinned.contains(&d) {
-                    pin(&d, libc::O_DIRECTORY, 0)?;
-                    pinned.insert(d);
-                }
-            }
-            let at = sys::openat2(root.as_raw_fd(), rel, libc::O_PATH | libc::O_NOFOLLOW, resolve)
-                .map_err(|e| format!("{p}: {e}"))?;
-            let md = std::fs::File::from(at).metadata().map_err(|e| format!("{p}: {e}"))?;
-            if !md.is_file() {
-                return Err(format!("{p}: not a regular file"));
-            }
-            pin(rel, 0, sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV)
-        })();
-        match r {
-            Ok(()) => done += 1,
+        match pin(rel, 0, sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV) {
+            Ok(()) => done.push(rel),
             Err(e) => why.push(e),
         }
     }
-    (done, why)
+    let mut dirs: Vec<String> = Vec::new();
+    for rel in &done {
+        let parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty()).collect();
+        for n in 1..parts.len() {
+            let d = parts[..n].join("/");
+            if !dirs.contains(&d) {
+                dirs.push(d);
+            }
+        }
+    }
+    // Top down: a parent's clone is attached before its children are looked up through it.
+    dirs.sort_by_key(|d| d.matches('/').count());
+    for d in &dirs {
+        if let Err(e) = pin(d, libc::O_DIRECTORY, 0) {
+            why.push(e);
+        }
+    }
+    (done.len(), why)
 }
