@@ -244,7 +244,10 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
             })
             .collect()
     };
-    let both: Vec<Value> = recs
+    // (fd and dayjs: the prefixes are read by the host and by git in the sandbox alike, in
+    // any language; bytes's fix run is the longest.)
+    let some: Vec<Value> = recs.iter().filter(|r| r["repo"] != "bytes").cloned().collect();
+    let both: Vec<Value> = some
         .iter()
         .map(|r| {
             let p =
@@ -253,8 +256,9 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
         })
         .collect();
     let both = write_records(m, "fix-and-tests.jsonl", &both);
-    let b = eval(m, "msb-fix-and-tests", &[f, "-p", both.to_str().unwrap(), "-j", "2"], &[]);
-    all(&b, "resolved", recs.len()).unwrap();
+    let some_file = write_records(m, "some.jsonl", &some);
+    let b = eval(m, "msb-fix-and-tests", &[some_file.to_str().unwrap(), "-p", both.to_str().unwrap(), "-j", "2"], &[]);
+    all(&b, "resolved", some.len()).unwrap();
     for (i, r) in b.by_id() {
         let why = r["reason"].as_str().unwrap_or_default();
         assert!(why.starts_with("the prediction's changes to the test patch's files left out: "), "{i}: {r}");
@@ -274,6 +278,47 @@ fn no_patch_resolves_none_and_a_patch_that_edits_the_tests_is_undone() {
     }
 }
 
+/// Code under test that rewrites a test file while the tests run: dayjs's `npm test` runs jest
+/// five times, and the fix's module, imported by the first runs, cuts the record's new test
+/// out of the file the last run reads (`it` made `it.skip`: the file still passes), naming the
+/// file only in pieces, then puts the file back as the process exits. Graded resolved once
+/// (the harness would too). The test patch's files are read-only from the fix run's `git apply`
+/// on: the rewrite fails, the test fails, unresolved; the usage record says they were
+/// protected.
+#[test]
+fn code_that_rewrites_its_tests_while_they_run_cannot() {
+    if !replicas_ready("code_that_rewrites_its_tests_while_they_run_cannot") {
+        return;
+    }
+    let m = Mode::Root;
+    let rec = records().into_iter().find(|r| r["repo"] == "dayjs").unwrap();
+    let file = write_records(m, "dayjs.jsonl", std::slice::from_ref(&rec));
+    let code = concat!(
+        ";(function () { try { const f = require('fs'); ",
+        "const p = require('path').join(__dirname, '..', 'test', 'plugin', ['time', 'zone.test.js'].join('')); ",
+        "const o = f.readFileSync(p, 'utf8'); ",
+        "if (o.indexOf('/*x*/') < 0) f.writeFileSync(p, o.split(\"it('preserves locality\").join(\"/*x*/it.skip('preserves locality\")); ",
+        "process.on('exit', () => { try { f.writeFileSync(p, o) } catch (e) {} }) } catch (e) {} })()"
+    );
+    let patch = format!(
+        "diff --git a/src/index.js b/src/index.js\n--- a/src/index.js\n+++ b/src/index.js\n@@ -1,3 +1,4 @@\n+{code}\n \
+         import * as C from './constant'\n import en from './locale/en'\n import U from './utils'\n"
+    );
+    let pred = write_records(m, "rewrite.jsonl", &[serde_json::json!({"instance_id": id(&rec), "model_patch": patch})]);
+    let run = eval(m, "msb-rewrite", &[file.to_str().unwrap(), "-p", pred.to_str().unwrap()], &[]);
+    all(&run, "unresolved", 1).unwrap();
+    let r = &run.by_id()[&id(&rec)];
+    assert!(
+        r["fail_to_pass"]["failure"].as_array().unwrap().iter().any(|t| t == "test/plugin/timezone.test.js"),
+        "{r}"
+    );
+    let usage = run.json(&format!("{}/usage.json", r["logs"].as_str().unwrap()));
+    assert_eq!(usage["protect"]["asked"], true, "{usage}");
+    assert_eq!(usage["protect"]["protected"], 1, "{usage}");
+    let log = std::fs::read_to_string(run.dir.join(r["logs"].as_str().unwrap()).join("output.txt")).unwrap();
+    assert!(log.contains("FAIL test/plugin/timezone.test.js"), "{log}");
+}
+
 struct Proc(Child);
 
 impl Drop for Proc {
@@ -291,9 +336,14 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
     if !replicas_ready("replicas_pulled_through_a_docker_io_mirror_grade_the_same") {
         return;
     }
-    // bytes (libtest) and dayjs (jest): both parser families, without pushing and pulling
-    // fd's 2 GiB twice more (the gold test grades it from root's store).
+    // bytes (libtest) as root and dayjs (jest) as the user: both parser families and both
+    // modes, without pushing and pulling fd's 2 GiB (the gold test grades all three from
+    // root's store), and with one fix run per mode (CI's time).
     let recs: Vec<Value> = records().into_iter().filter(|r| r["repo"] != "fd").collect();
+    let pulled_by = |m: Mode| -> Vec<Value> {
+        let repo = if m == Mode::Root { "bytes" } else { "dayjs" };
+        recs.iter().filter(|r| r["repo"] == repo).cloned().collect()
+    };
     let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let dir = Mode::Root.scratch_dir("msb-registry");
     let data = dir.join("data");
@@ -325,6 +375,7 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
     std::fs::write(&conf, format!("[[registry]]\nprefix = \"docker.io\"\nlocation = \"docker.io\"\n[[registry.mirror]]\nlocation = \"127.0.0.1:{port}\"\ninsecure = true\n")).unwrap();
     Command::new("chmod").args(["-R", "a+rX"]).arg(&dir).status().unwrap();
     for m in modes() {
+        let recs = pulled_by(m);
         let file = write_records(m, "pulled.jsonl", &recs);
         let own = m.scratch_dir("msb-pulled-store");
         let env = [("POLYSANDBOX_REGISTRIES_CONF", conf.to_str().unwrap())];

@@ -40,6 +40,9 @@ pub fn nonce() -> String {
 
 /// The line a refusal's reason follows.
 pub const REFUSAL: &str = ">>>>> polysandbox: refused: ";
+/// The start of a line in which the Multi-SWE-bench driver says what digests one file of the
+/// test patch may have after the fix run: its index in the host's list, then the digests.
+pub const DIGEST: &str = "polysandbox: test file may end as ";
 
 /// What every driver starts with: a clean git environment and the apply attempts. After each
 /// attempt `ps_check` (the driver's own) runs before anything else, git included.
@@ -244,9 +247,30 @@ g diff --no-renames --name-only -z "$ps_t1" "$ps_t2" | LC_ALL=C sort -zu > /tmp/
 ps_both=$(LC_ALL=C comm -z -12 /tmp/.ps-test-paths /tmp/.ps-fix-paths | tr '\0' ' ' | head -c 1000 | sed 's/ $//')
 rm -f /tmp/.ps-i0 /tmp/.ps-i1 /tmp/.ps-i2 /tmp/.ps-test-paths /tmp/.ps-fix-paths /tmp/.ps-apply.log
 if [ -n "$ps_both" ]; then echo "{REFUSAL}the prediction changes the test patch's files: $ps_both"; exit {REFUSED}; fi
+# What each of the test patch's files (the host's list, in its order) may be after the fix
+# run: as it is now (the run's apply may leave it out), as the test patch makes it (as git
+# stores it, and as git would check it out). The init reads them again once every process of
+# the run is gone; the host compares. Printed before any code of the prediction's runs.
+: > /tmp/.ps-expect || exit {SETUP_FAILED}
+ps_i=0
+while IFS= read -r -d '' ps_p; do
+  ps_d0=absent; ps_d1=absent; ps_d2=absent
+  if [ -f "$ps_p" ] && ! [ -L "$ps_p" ]; then ps_d0=$(sha256sum < "$ps_p" | cut -c1-64); fi
+  if g cat-file -e "$ps_t1:$ps_p" 2>/dev/null; then
+    ps_d1=$(g cat-file blob "$ps_t1:$ps_p" | sha256sum | cut -c1-64)
+    ps_d2=$(g cat-file --filters "$ps_t1:$ps_p" 2>/dev/null | sha256sum | cut -c1-64)
+  fi
+  echo "{DIGEST}$ps_i $ps_d0 $ps_d1 $ps_d2"
+  echo "$ps_d0 $ps_d1 $ps_d2" >> /tmp/.ps-expect
+  ps_i=$((ps_i + 1))
+done < /polysandbox-in/digest_paths
 echo "polysandbox: the test patch and the prediction apply; the fix run: $(cat /polysandbox-in/fix_run)"
 echo "{sep}"
 export GIT_CONFIG_PARAMETERS="'core.hookspath=/dev/null' 'core.fsmonitor=false'"
+# The fix run's git is ours first (/polysandbox-in/bin/git, GIT_WRAPPER): after its apply it
+# has the test patch's files protected.
+PS_GIT=$(command -v git) PS_WD=$PWD
+export PS_GIT PS_WD PATH="/polysandbox-in/bin:$PATH"
 exec /bin/bash -c "$(cat /polysandbox-in/fix_run)"
 "#
     )
@@ -275,6 +299,55 @@ pub fn before_tests(output: &str, exit: Option<i32>, nonce: &str) -> Option<Stop
 pub fn tests_output<'a>(output: &'a str, nonce: &str) -> &'a str {
     let sep = format!("\n{}\n", separator(nonce));
     output.split_once(&sep).map(|x| x.1).unwrap_or("")
+}
+
+/// The fix run's `git` (`/polysandbox-in/bin/git` on its PATH): the image's own (`PS_GIT`);
+/// then, after the first `git apply` that leaves each of the test patch's files (the host's
+/// list, `PS_WD`-relative) as the test patch makes it or as it was, and one at least changed,
+/// it asks the init to protect them (`--protect`, SIGUSR2 to pid 1) and waits for the answer:
+/// before any code of the prediction's runs, the tests it will run can no longer be
+/// rewritten, renamed or replaced. Nothing the prediction shapes runs before it: the fix
+/// run's first command is its `git apply`.
+pub const GIT_WRAPPER: &str = r#"#!/bin/bash
+"$PS_GIT" "$@"
+ps_rc=$?
+{ [ $ps_rc -eq 0 ] && ! [ -e /tmp/.ps-protected ]; } || exit $ps_rc
+case " $* " in *" apply "*) ;; *) exit $ps_rc ;; esac
+ps_new=0
+exec 3< /tmp/.ps-expect || exit $ps_rc
+while IFS= read -r -d '' ps_p; do
+  read -r ps_d0 ps_d1 ps_d2 <&3 || exit $ps_rc
+  ps_f=$PS_WD/$ps_p ps_d=absent
+  if [ -f "$ps_f" ] && ! [ -L "$ps_f" ]; then ps_d=$(sha256sum < "$ps_f" | cut -c1-64); fi
+  if [ "$ps_d" = "$ps_d1" ] || [ "$ps_d" = "$ps_d2" ]; then
+    [ "$ps_d" = "$ps_d0" ] || ps_new=1
+  elif [ "$ps_d" != "$ps_d0" ]; then
+    exit $ps_rc
+  fi
+done < /polysandbox-in/digest_paths
+exec 3<&-
+[ $ps_new = 1 ] || exit $ps_rc
+: > /tmp/.ps-protected
+ps_done=
+trap 'ps_done=1' USR2
+kill -USR2 1
+for ps_n in $(seq 1 1000); do [ -n "$ps_done" ] && break; sleep 0.01; done
+trap - USR2
+exit $ps_rc
+"#;
+
+/// What the driver said each listed file may be after the run (see [`DIGEST`]), by index: from
+/// the output before the separator, which no code of the prediction's wrote.
+pub fn expected_digests(before: &str) -> std::collections::BTreeMap<usize, Vec<String>> {
+    before
+        .lines()
+        .filter_map(|l| l.strip_prefix(DIGEST))
+        .filter_map(|l| {
+            let mut w = l.split(' ');
+            let i = w.next()?.parse().ok()?;
+            Some((i, w.map(str::to_string).collect()))
+        })
+        .collect()
 }
 
 /// Why a driver stopped before the tests.

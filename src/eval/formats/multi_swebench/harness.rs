@@ -291,6 +291,79 @@ pub(crate) fn run_instance(
     logs: &Path,
     children: &Mutex<HashSet<u32>>,
 ) -> InstanceResult {
+    let mut changed = Vec::new();
+    let mut r = run_once(o, job, scratch, logs, children, true, &mut changed);
+    if changed.is_empty() || r.verdict != Verdict::Resolved || job.pred == Prediction::Gold {
+        return r;
+    }
+    // The test patch's files ended otherwise than the test patch made them, and the run is
+    // resolved: the code under test may have rewritten its tests while they ran (dayjs runs
+    // jest five times: a first run's import of the fix can cut a test out of the file the last
+    // run reads). The fix run's own build may also rewrite them (a formatter): whether gold's
+    // run leaves each the same way decides.
+    let mut gold = job.clone();
+    gold.pred = Prediction::Gold;
+    let (gs, gl) = (scratch.with_extension("gold"), logs.join("gold-check"));
+    let _ = std::fs::create_dir_all(&gl);
+    let mut gold_changed = Vec::new();
+    let g = run_once(o, &gold, &gs, &gl, children, false, &mut gold_changed);
+    let _ = std::fs::remove_dir_all(&gs);
+    let ours: Vec<&Changed> = changed.iter().filter(|c| !gold_changed.contains(c)).collect();
+    if ours.is_empty() {
+        return r;
+    }
+    let names: Vec<String> = ours.iter().map(|c| c.path.clone()).collect();
+    r.verdict = Verdict::Unresolved;
+    r.reason = Some(format!(
+        "the test patch's files changed while the tests ran, and gold's run ({}) leaves them as the test patch makes them: {}",
+        g.verdict.name(),
+        names.join(", ")
+    ));
+    r
+}
+
+/// A file of the test patch that a fix run left otherwise than the driver said it may be: its
+/// path and what the init read there at the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changed {
+    pub path: String,
+    pub found: String,
+}
+
+/// The files of `tests` that `after` (the init's digests, in the same order) shows otherwise
+/// than `expected` (the driver's, by index) allows.
+pub fn changed_test_files(
+    tests: &[String],
+    expected: &BTreeMap<usize, Vec<String>>,
+    after: &[crate::sandbox::report::DigestAfter],
+) -> Vec<Changed> {
+    tests
+        .iter()
+        .enumerate()
+        .filter_map(|(i, path)| {
+            let allowed = expected.get(&i)?;
+            let d = after.get(i)?;
+            let found = match (&d.sha256, d.error.as_deref()) {
+                (Some(h), _) => h.clone(),
+                (None, Some(e)) => e.to_string(),
+                (None, None) => return None,
+            };
+            (!allowed.contains(&found)).then(|| Changed { path: path.clone(), found })
+        })
+        .collect()
+}
+
+/// One run of the instance: its result, and the test patch's files the run left changed.
+/// `harness_files`: write the harness's per-instance files (not for gold's check run).
+fn run_once(
+    o: &Options,
+    job: &Job,
+    scratch: &Path,
+    logs: &Path,
+    children: &Mutex<HashSet<u32>>,
+    harness_files: bool,
+    changed: &mut Vec<Changed>,
+) -> InstanceResult {
     let inst = &job.inst;
     let mut r = InstanceResult::bare(inst, &job.image, &job.key, Verdict::Error, None);
     r.image_digest = job.image_digest.clone();
@@ -348,18 +421,32 @@ pub(crate) fn run_instance(
         return r;
     }
     let fix_patch = if job.pred == Prediction::Stub { NO_CHANGE.to_string() } else { fix_patch };
-    let hdir = instance_dir(o, rec);
-    let _ = std::fs::remove_dir_all(&hdir);
+    // The check run for gold writes none of the harness's files (the prediction's are there).
+    let hdir = harness_files.then(|| instance_dir(o, rec));
+    if let Some(h) = &hdir {
+        let _ = std::fs::remove_dir_all(h);
+    }
     let input = scratch.join("in");
     let nonce = crate::eval::driver::nonce();
+    let mut digest_paths = Vec::new();
+    for t in &tests {
+        digest_paths.extend_from_slice(t.as_bytes());
+        digest_paths.push(0);
+    }
     let setup = (|| -> std::io::Result<()> {
         std::fs::create_dir_all(&input)?;
-        std::fs::create_dir_all(&hdir)?;
         std::fs::write(input.join("fix.patch"), &fix_patch)?;
         std::fs::write(input.join("test.patch"), test_patch)?;
         std::fs::write(input.join("fix_run"), fix_run(rec))?;
+        std::fs::write(input.join("digest_paths"), &digest_paths)?;
         std::fs::write(input.join("run.sh"), crate::eval::driver::multi_swebench(&nonce, &workdir(rec)))?;
-        std::fs::write(hdir.join("fix.patch"), &patch)?;
+        std::fs::create_dir_all(input.join("bin"))?;
+        std::fs::write(input.join("bin/git"), crate::eval::driver::GIT_WRAPPER)?;
+        std::fs::set_permissions(input.join("bin/git"), std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        if let Some(h) = &hdir {
+            std::fs::create_dir_all(h)?;
+            std::fs::write(h.join("fix.patch"), &patch)?;
+        }
         Ok(())
     })();
     if let Err(e) = setup {
@@ -371,6 +458,10 @@ pub(crate) fn run_instance(
     }
     let mut cmd = job_command(o, job, logs, "64M", "usage.json");
     cmd.arg("-v").arg(format!("{}:/polysandbox-in:ro", input.display())).arg("-w").arg(workdir(rec));
+    for t in &tests {
+        let at = format!("{}/{t}", workdir(rec));
+        cmd.arg("--digest-after").arg(&at).arg("--protect").arg(&at);
+    }
     cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
     let (output, record) = match run_sandbox(o, cmd, &logs.join("output.txt"), None, &logs.join("usage.json"), children)
     {
@@ -387,6 +478,10 @@ pub(crate) fn run_instance(
         Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
         None => (output.as_str(), None),
     };
+    if fix_log.is_some() {
+        let after = record.as_ref().map(|u| u.digests_after.as_slice()).unwrap_or_default();
+        *changed = changed_test_files(&tests, &crate::eval::driver::expected_digests(before), after);
+    }
     let report = grade(&mut r, record, before, fix_log, parser, rec, job, &nonce);
     // What the prediction changes that reaches into the test run (flags; `--strict` refuses
     // them), as for SWE-bench.
@@ -395,10 +490,9 @@ pub(crate) fn run_instance(
             r.tampering.push(flag);
         }
     }
-    // Code that names a test patch's file can rewrite it while the tests run (dayjs runs jest
-    // five times: the first run's import of the fix can cut a test out of the file the last
-    // run reads). Nothing in the sandbox can stop code running as the tests' user from writing
-    // there; naming the file in the clear is flagged.
+    // Code that names a test patch's file may mean to rewrite it while the tests run: the files
+    // are protected (GIT_WRAPPER, --protect) and checked after the run (run_instance), and
+    // naming one in the clear is flagged too.
     for flag in names_test_files(&fix_patch, &tests) {
         if !r.tampering.contains(&flag) {
             r.tampering.push(flag);
@@ -408,11 +502,13 @@ pub(crate) fn run_instance(
     if !undone.is_empty() && r.reason.is_none() {
         r.reason = Some(format!("the prediction's changes to the test patch's files left out: {}", undone.join(", ")));
     }
-    let _ = std::fs::write(hdir.join("fix-patch-run.log"), fix_log.unwrap_or(""));
-    if let Some(report) = &report {
-        let _ = std::fs::write(hdir.join("report.json"), serde_json::to_string_pretty(report).unwrap() + "\n");
+    if let Some(hdir) = &hdir {
+        let _ = std::fs::write(hdir.join("fix-patch-run.log"), fix_log.unwrap_or(""));
+        if let Some(report) = &report {
+            let _ = std::fs::write(hdir.join("report.json"), serde_json::to_string_pretty(report).unwrap() + "\n");
+        }
+        let _ = std::fs::copy(logs.join("usage.json"), hdir.join("usage.json"));
     }
-    let _ = std::fs::copy(logs.join("usage.json"), hdir.join("usage.json"));
     let _ = std::fs::write(logs.join("patch.diff"), &patch);
     r
 }
@@ -694,6 +790,33 @@ mod tests {
         assert!(j.report_valid && !j.valid && j.error == "Invalid n2p_tests: missing c", "{}", j.error);
         let j = judge(&run, &test, &sets(&["a", "b"], &[], &["c"]), &rec);
         assert_eq!(j.error, "Invalid n2p_tests: missing c");
+    }
+
+    #[test]
+    fn a_test_file_the_run_left_otherwise_than_the_driver_allowed_is_named() {
+        use crate::sandbox::report::DigestAfter;
+        let tests: Vec<String> = ["a.test.js", "b.test.js", "gone.test.js", "c.test.js"].map(String::from).to_vec();
+        let before = "polysandbox: test file may end as 0 h0 h1 h1\n\
+            | polysandbox: test file may end as 1 x x x\n\
+            polysandbox: test file may end as 1 b0 b1 b2\n\
+            polysandbox: test file may end as 2 g0 absent absent\n";
+        let expected = crate::eval::driver::expected_digests(before);
+        // A line the driver did not write (a tool's, prefixed) is not read.
+        assert_eq!(expected[&1], vec!["b0", "b1", "b2"]);
+        let d = |p: &str, h: Option<&str>, e: Option<&str>| DigestAfter {
+            path: p.into(),
+            sha256: h.map(String::from),
+            error: e.map(String::from),
+        };
+        // As the test patch made it, as it was, and removed as the test patch removes it: none
+        // changed; c.test.js has no expectation (the driver said nothing of it): not judged.
+        let fine =
+            [d("a", Some("h1"), None), d("b", Some("b0"), None), d("g", None, Some("absent")), d("c", Some("z"), None)];
+        assert!(changed_test_files(&tests, &expected, &fine).is_empty());
+        // Rewritten, turned into a symlink, recreated after the test patch removed it.
+        let bad = [d("a", Some("h2"), None), d("b", None, Some("not a regular file")), d("g", Some("g1"), None)];
+        let got: Vec<String> = changed_test_files(&tests, &expected, &bad).into_iter().map(|c| c.path).collect();
+        assert_eq!(got, ["a.test.js", "b.test.js", "gone.test.js"]);
     }
 
     #[test]
