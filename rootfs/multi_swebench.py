@@ -471,7 +471,9 @@ def repo_script(p, dest, tracked_locks):
         # The mirror's tags that are ancestors of the base (not the `c-<sha>` tags the shared
         # mirrors name the commits they hold by): fetched with it, nothing later comes along.
         f"tags=$({g} --git-dir=/tmp/mirror.git for-each-ref --merged {sha} --format='%(refname)' refs/tags | {{ grep -Ev '^refs/tags/c-[0-9a-f]{{12}}$' || true; }} | sed 's/.*/&:&/')",
-        f"{g} -c uploadpack.allowAnySHA1InWant=true fetch --quiet --no-tags --update-shallow /tmp/mirror.git {sha} $tags",
+        # (The upload-pack the fetch starts reads the mirror, which rootless shows as nobody's,
+        # and git clears our -c options and GIT_CONFIG_* for it: its own -c, then.)
+        f"{g} fetch --upload-pack='git -c safe.directory=/tmp/mirror.git -c uploadpack.allowAnySHA1InWant=true upload-pack' --quiet --no-tags --update-shallow /tmp/mirror.git {sha} $tags",
         f"git reset --quiet --hard {sha}",
         "rm -f .git/FETCH_HEAD .git/ORIG_HEAD",
         "git reflog expire --expire=now --all",
