@@ -17,20 +17,12 @@
 //! fail-to-pass tests passing (`test NAME ... ok` from libtest, `PASS FILE` from jest); an eval
 //! run only if every instance is resolved.
 
+mod common;
+use common::binary;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn binary() -> PathBuf {
-    if let Some(b) = std::env::var_os("POLYSANDBOX_BIN") {
-        return b.into();
-    }
-    let out = Command::new("rustc").arg("-vV").output().expect("rustc");
-    let host =
-        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.strip_prefix("host: ").map(String::from)).unwrap();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join(host).join("release/polysandbox")
-}
 
 /// What the chroot runs: the harness's fix run, with the image's environment and nothing else
 /// (`$R` the root, then the environment's `NAME=value`s).
@@ -80,12 +72,7 @@ fn strip_ansi(s: &str) -> String {
 /// One record in a chroot: a fresh overlay over the image's rootfs, the patches copied in, the
 /// fix run. Err with where its log is when a fail-to-pass test is not shown passing.
 fn chroot_one(job: &Job, scratch: &Path) -> Result<(), String> {
-    let _ = std::fs::remove_dir_all(scratch);
-    let (upper, work, merged) = (scratch.join("upper"), scratch.join("work"), scratch.join("merged"));
-    for d in [&upper, &work, &merged] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let opts = format!("lowerdir={},upperdir={},workdir={}", job.rootfs.display(), upper.display(), work.display());
+    let (opts, merged) = common::overlay(&job.rootfs, scratch);
     std::fs::write(scratch.join("test.patch"), &job.test_patch).unwrap();
     std::fs::write(scratch.join("fix.patch"), &job.fix_patch).unwrap();
     // Everything inside a private mount and pid namespace and an empty network namespace: the

@@ -15,21 +15,13 @@
 //! Environment: BENCH_DATASET, BENCH_JOBS (4), BENCH_ROUNDS (1), BENCH_CALIBRATION (a
 //! calibration file to use instead of making one, which takes two gold runs of the set).
 
+mod common;
+use common::binary;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-fn binary() -> PathBuf {
-    if let Some(b) = std::env::var_os("POLYSANDBOX_BIN") {
-        return b.into();
-    }
-    let out = Command::new("rustc").arg("-vV").output().expect("rustc");
-    let host =
-        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.strip_prefix("host: ").map(String::from)).unwrap();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join(host).join("release/polysandbox")
-}
 
 fn used_bytes() -> u64 {
     let m = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();

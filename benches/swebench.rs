@@ -12,20 +12,12 @@
 //! The two alternate round by round (BENCH_ROUNDS, default 3); outputs and overlays live on
 //! /dev/shm (no ext4 deletes between runs).
 
+mod common;
+use common::binary;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn binary() -> PathBuf {
-    if let Some(b) = std::env::var_os("POLYSANDBOX_BIN") {
-        return b.into();
-    }
-    let out = Command::new("rustc").arg("-vV").output().expect("rustc");
-    let host =
-        String::from_utf8_lossy(&out.stdout).lines().find_map(|l| l.strip_prefix("host: ").map(String::from)).unwrap();
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join(host).join("release/polysandbox")
-}
 
 /// What the chroot runs: the same steps as polysandbox's driver (patch, then the eval script).
 const CHROOT_STEP: &str = r#"set -e
@@ -38,12 +30,7 @@ exec chroot "$R" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:
 
 /// One record in a chroot: a fresh overlay over the image's rootfs, patch and script copied in.
 fn chroot_one(rootfs: &Path, scratch: &Path, patch: &str, script: &str) -> bool {
-    let _ = std::fs::remove_dir_all(scratch);
-    let (upper, work, merged) = (scratch.join("upper"), scratch.join("work"), scratch.join("merged"));
-    for d in [&upper, &work, &merged] {
-        std::fs::create_dir_all(d).unwrap();
-    }
-    let opts = format!("lowerdir={},upperdir={},workdir={}", rootfs.display(), upper.display(), work.display());
+    let (opts, merged) = common::overlay(rootfs, scratch);
     // Everything inside a private mount and pid namespace and an empty network namespace: the
     // mounts go with it.
     let inner = format!(

@@ -301,18 +301,14 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
     for t in &a.tmpfs {
         spec.tmpfs.push(parse_tmpfs(t).map_err(usage)?);
     }
-    for p in &a.digest_after {
-        if !p.starts_with('/') || p.contains('\0') {
-            return Err(usage(format!("invalid --digest-after '{p}': expected an absolute path")));
+    let absolute = |flag: &str, paths: &[String]| -> Result<Vec<String>, sandbox::Error> {
+        match paths.iter().find(|p| !p.starts_with('/') || p.contains('\0')) {
+            Some(p) => Err(usage(format!("invalid {flag} '{p}': expected an absolute path"))),
+            None => Ok(paths.to_vec()),
         }
-        spec.digest_after.push(p.clone());
-    }
-    for p in &a.protect {
-        if !p.starts_with('/') || p.contains('\0') {
-            return Err(usage(format!("invalid --protect '{p}': expected an absolute path")));
-        }
-        spec.protect.push(p.clone());
-    }
+    };
+    spec.digest_after = absolute("--digest-after", &a.digest_after)?;
+    spec.protect = absolute("--protect", &a.protect)?;
     spec.seccomp = match a.seccomp.as_deref() {
         None => Seccomp::Default,
         Some("unconfined") => Seccomp::Unconfined,
