@@ -11,6 +11,7 @@ pub mod cgroups;
 pub mod cli;
 pub mod eval;
 pub mod image;
+pub mod measure;
 pub mod reference;
 pub mod sandbox;
 pub mod seccomp;

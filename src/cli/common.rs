@@ -63,6 +63,21 @@ pub struct Common {
     /// containers have one; code under test could then fetch anything).
     #[arg(long, default_value = "none", value_parser = ["none", "host"])]
     network: String,
+    /// Measure each test case's wall, CPU and peak memory (default on): one process per test
+    /// where the runner allows it (Rust, Go, C++), the kernel's counters at each test's
+    /// boundaries in the others (pytest, jest, JUnit). `off` runs the runner's plain command.
+    #[arg(long, default_value = "on", value_parser = ["on", "off"], value_name = "on|off")]
+    per_test: String,
+    /// Per-test wall-clock limit where tests run one per process: a test past it is stopped
+    /// and failed, the others go on.
+    #[arg(long, value_parser = units::parse_duration)]
+    test_timeout: Option<Duration>,
+    /// Per-test memory limit where tests run one per process (resident memory, sampled).
+    #[arg(long, value_parser = units::parse_size)]
+    test_memory: Option<u64>,
+    /// Per-test CPU time limit where tests run one per process (RLIMIT_CPU).
+    #[arg(long, value_parser = units::parse_duration)]
+    test_cpu_time: Option<Duration>,
 }
 
 /// A path made absolute, once: the runs read and write them from other working directories
@@ -98,6 +113,16 @@ impl Common {
         }
         o.run_id = self.run_id;
         o.network_host = self.network == "host";
+        o.per_test = crate::eval::catalogue::PerTest {
+            on: self.per_test == "on",
+            timeout: self.test_timeout,
+            memory: self.test_memory,
+            cpu_time: self.test_cpu_time,
+        };
+        if !o.per_test.on && (self.test_timeout.is_some() || self.test_memory.is_some() || self.test_cpu_time.is_some())
+        {
+            return Err("--test-timeout, --test-memory and --test-cpu-time need --per-test on".into());
+        }
         Ok(o)
     }
 }

@@ -19,6 +19,7 @@ macro_rules! out {
 
 mod calibrate;
 mod common;
+mod each_test;
 mod eval;
 mod images;
 mod import;
@@ -59,6 +60,9 @@ enum Command {
     Rmi(rmi::RmiArgs),
     /// Remove blobs and rootfs no image refers to.
     Prune(prune::PruneArgs),
+    /// Inside a sandbox: run a runner's tests one process each, measured (eval and `test` use it).
+    #[command(hide = true)]
+    EachTest(each_test::EachTestArgs),
 }
 
 /// Parses the command line, runs the subcommand, returns the exit status.
@@ -93,6 +97,7 @@ pub fn main() -> i32 {
         Command::Inspect(args) => inspect::main(args),
         Command::Rmi(args) => rmi::main(args),
         Command::Prune(args) => prune::main(args),
+        Command::EachTest(args) => each_test::main(args),
     };
     // No init of ours outlives us unreaped.
     crate::sandbox::reap_all();

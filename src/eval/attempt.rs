@@ -108,6 +108,22 @@ pub(crate) fn run_instance(
         cmd.arg("-v").arg(format!("{}:{ctr}:ro", host.display()));
     }
     cmd.arg("-v").arg(format!("{}:{}:ro", channel.dir.display(), prepare::REPORT)).args(["-w", &prepared.mount]);
+    // Each test's usage: the kit (each-test, the in-runner plugins) and where lines go.
+    if job.runner.measuring {
+        match super::kit::prepare(o) {
+            Ok(dir) => {
+                cmd.arg("-v").arg(format!("{}:{}:ro", dir.display(), super::catalogue::MEASURE));
+                cmd.args([
+                    "-e",
+                    &format!("POLYSANDBOX_MEASURE={}/{}", prepare::REPORT, super::catalogue::MEASURE_REPORT),
+                ]);
+            }
+            Err(e) => {
+                r.reason = Some(e);
+                return r;
+            }
+        }
+    }
     // `{memory}` in an environment value is the memory limit in bytes (e.g. the JVM's MaxRAM:
     // it cannot see a v1 cgroup's limit from inside the sandbox).
     for e in &job.runner.env {

@@ -281,7 +281,10 @@ mod tests {
         .unwrap();
         r.verdict = verdict;
         r.reason = reason.map(String::from);
-        r.tests = tests.iter().map(|(n, s)| TestResult { name: n.to_string(), status: *s, duration_s: None }).collect();
+        r.tests = tests
+            .iter()
+            .map(|(n, s)| TestResult { name: n.to_string(), status: *s, duration_s: None, usage: None })
+            .collect();
         r
     }
 

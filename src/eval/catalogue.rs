@@ -51,11 +51,97 @@ pub struct Runner {
     /// write.
     #[serde(default)]
     pub reports: Option<Vec<String>>,
+    /// The test command when each test's resource usage is measured (`eval --per-test`, the
+    /// default): `{each}` runs the tests one process each (`polysandbox each-test`, measured by
+    /// the kernel's rusage of each), `{measure}` is the directory of the in-runner plugins
+    /// (images/measure/, bound read-only). Without it, the runner's tests are not measured one
+    /// by one.
+    #[serde(default)]
+    pub measured_test: Vec<String>,
+    #[serde(default)]
+    pub measured_repo_test: Vec<String>,
+    /// The parser of `measured_test`'s reports, when not `parser` (Catch2 run one test per
+    /// process writes one JUnit document per test).
+    #[serde(default)]
+    pub measured_parser: Option<super::parsers::Parser>,
+    /// Set once the measured commands replaced the plain ones (see [`Runner::measured`]).
+    #[serde(skip)]
+    pub measuring: bool,
+}
+
+/// Where images/measure/ (and a copy of polysandbox for `each-test`) is bound in a sandbox.
+pub const MEASURE: &str = "/polysandbox-measure";
+/// The channel's file in the report directory.
+pub const MEASURE_REPORT: &str = "measure.jsonl";
+
+/// Per-test measurement: on or off, and the per-test limits `each-test` holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PerTest {
+    pub on: bool,
+    pub timeout: Option<std::time::Duration>,
+    pub memory: Option<u64>,
+    pub cpu_time: Option<std::time::Duration>,
+}
+
+impl PerTest {
+    /// `each-test`'s command line, up to the runner's own arguments.
+    pub fn each(&self) -> Vec<String> {
+        let mut v = vec![
+            format!("{MEASURE}/bin/polysandbox"),
+            "each-test".into(),
+            "--report".into(),
+            format!("{{report}}/{MEASURE_REPORT}"),
+        ];
+        if let Some(t) = self.timeout {
+            v.extend(["--timeout".into(), format!("{}ms", t.as_millis())]);
+        }
+        if let Some(m) = self.memory {
+            v.extend(["--memory".into(), m.to_string()]);
+        }
+        if let Some(c) = self.cpu_time {
+            v.extend(["--cpu-time".into(), format!("{}ms", c.as_millis())]);
+        }
+        v
+    }
 }
 
 impl Runner {
     pub fn report_files(&self) -> Vec<String> {
-        self.reports.clone().unwrap_or_else(|| super::parsers::report_files(self.parser))
+        let mut v = self.reports.clone().unwrap_or_else(|| super::parsers::report_files(self.parser));
+        if self.measuring {
+            v.push(MEASURE_REPORT.into());
+        }
+        v
+    }
+
+    /// This runner with its measured commands, when it has them and `p` is on.
+    pub fn measured(&self, p: &PerTest) -> Runner {
+        let mut r = self.clone();
+        if !p.on || self.measured_test.is_empty() {
+            return r;
+        }
+        let each = p.each();
+        let shell = each.join(" ");
+        let expand = |cmd: &[String]| -> Vec<String> {
+            cmd.iter()
+                .flat_map(|a| {
+                    if a == "{each}" {
+                        each.clone()
+                    } else {
+                        vec![a.replace("{each}", &shell).replace("{measure}", MEASURE)]
+                    }
+                })
+                .collect()
+        };
+        r.test = expand(&self.measured_test);
+        if !self.measured_repo_test.is_empty() {
+            r.repo_test = expand(&self.measured_repo_test);
+        }
+        if let Some(p) = self.measured_parser {
+            r.parser = p;
+        }
+        r.measuring = true;
+        r
     }
 }
 

@@ -14,6 +14,7 @@ pub mod dataset;
 pub mod driver;
 pub mod formats;
 pub mod instance;
+pub mod kit;
 pub mod names;
 pub mod options;
 pub mod parsers;

@@ -69,6 +69,8 @@ pub struct Options {
     pub controls: ControlMode,
     /// Grades a prediction flagged for tampering (see tamper.rs) unresolved.
     pub strict: bool,
+    /// Per-test resource usage and limits (see crate::measure).
+    pub per_test: super::catalogue::PerTest,
 }
 
 impl Options {
@@ -103,6 +105,7 @@ impl Options {
             pids: DEFAULT_PIDS,
             controls: ControlMode::Run,
             strict: false,
+            per_test: super::catalogue::PerTest { on: true, ..Default::default() },
         }
     }
 }

@@ -214,6 +214,7 @@ pub fn run(
             ));
             continue;
         };
+        let runner = runner.measured(&o.per_test);
         let memory = match o.memory {
             Some(m) => m,
             None => crate::units::parse_size(&runner.memory)

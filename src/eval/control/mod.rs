@@ -822,7 +822,7 @@ mod tests {
     }
 
     fn tr(name: &str, status: Status) -> TestResult {
-        TestResult { name: name.into(), status, duration_s: None }
+        TestResult { name: name.into(), status, duration_s: None, usage: None }
     }
 
     #[test]

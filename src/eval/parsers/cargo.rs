@@ -27,7 +27,7 @@ pub fn cargo(output: &str, reports: &Reports) -> Parsed {
             r if r.starts_with("ignored") => Status::Skipped,
             _ => continue,
         };
-        p.tests.push(TestResult { name: name.to_string(), status, duration_s: None });
+        p.tests.push(TestResult { name: name.to_string(), status, duration_s: None, usage: None });
     }
     for line in log.as_deref().unwrap_or("").lines() {
         let (result, name) = line.split_once(' ').unwrap_or((line, ""));
@@ -41,7 +41,7 @@ pub fn cargo(output: &str, reports: &Reports) -> Parsed {
         if p.tests.iter().any(|t| t.name == name) && p.tests.len() < 100_000 {
             p.tampered = Some(format!("libtest's log names {name} twice"));
         }
-        p.tests.push(TestResult { name: name.to_string(), status, duration_s: None });
+        p.tests.push(TestResult { name: name.to_string(), status, duration_s: None, usage: None });
     }
     p
 }

@@ -49,7 +49,7 @@ pub fn catch2(output: &str) -> Parsed {
         p.tests = names
             .into_iter()
             .take(named)
-            .map(|name| TestResult { name, status: Status::Failed, duration_s: None })
+            .map(|name| TestResult { name, status: Status::Failed, duration_s: None, usage: None })
             .collect();
         p.totals = Some((passed, failed - named as u64));
     }

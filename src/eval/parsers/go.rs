@@ -64,7 +64,7 @@ pub fn gotest(output: &str) -> Parsed {
         let Some((status, rest)) = result_line(line) else { continue };
         let (name, secs) = rest.rsplit_once(" (").unwrap_or((rest, ""));
         let duration_s = secs.trim_end_matches(')').strip_suffix('s').and_then(|v| v.parse().ok());
-        p.tests.push(TestResult { name: name.trim().to_string(), status, duration_s });
+        p.tests.push(TestResult { name: name.trim().to_string(), status, duration_s, usage: None });
         // A result line ends the test's own output; its log lines follow it, still its own.
         current = Some(name.trim().to_string());
     }
@@ -83,7 +83,7 @@ pub fn gotest_json(output: &str) -> Parsed {
             _ => continue,
         };
         match ev.test {
-            Some(name) => p.tests.push(TestResult { name, status, duration_s: ev.elapsed }),
+            Some(name) => p.tests.push(TestResult { name, status, duration_s: ev.elapsed, usage: None }),
             None => p.complete = true,
         }
     }

@@ -30,7 +30,7 @@ pub fn jest(reports: &Reports) -> Parsed {
         if asserts.is_empty() && file["status"] == "failed" {
             // The file did not load (syntax error, missing export): one failure for it.
             let name = file["name"].as_str().unwrap_or("test file").rsplit('/').next().unwrap_or("").to_string();
-            p.tests.push(TestResult { name, status: Status::Error, duration_s: None });
+            p.tests.push(TestResult { name, status: Status::Error, duration_s: None, usage: None });
         }
         for a in asserts {
             let status = match a["status"].as_str() {
@@ -39,7 +39,12 @@ pub fn jest(reports: &Reports) -> Parsed {
                 _ => Status::Skipped,
             };
             let name = a["fullName"].as_str().or(a["title"].as_str()).unwrap_or("").to_string();
-            p.tests.push(TestResult { name, status, duration_s: a["duration"].as_f64().map(|ms| ms / 1000.0) });
+            p.tests.push(TestResult {
+                name,
+                status,
+                duration_s: a["duration"].as_f64().map(|ms| ms / 1000.0),
+                usage: None,
+            });
         }
     }
     p

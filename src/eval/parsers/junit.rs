@@ -50,7 +50,7 @@ pub fn junit_xml(xml: &str, p: &mut Parsed) {
             _ => name,
         };
         let duration_s = attr(tag, "time").and_then(|t| t.parse().ok());
-        p.tests.push(TestResult { name, status, duration_s });
+        p.tests.push(TestResult { name, status, duration_s, usage: None });
         rest = &rest[body_end.max(end)..];
     }
 }

@@ -178,6 +178,9 @@ pub struct TestResult {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_s: Option<f64>,
+    /// What the test used, measured apart from every other test (see [`crate::measure`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::measure::TestUsage>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -221,8 +224,13 @@ pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
         // Nothing to read but the exit status, which the caller judges.
         Parser::ExitCode => Parsed { complete: true, ..Parsed::default() },
     };
-    if let Some(f) = reports.overflow.first() {
+    if let Some(f) = reports.overflow.iter().find(|f| *f != crate::eval::catalogue::MEASURE_REPORT) {
         p.tampered = Some(format!("the report {f} went past {} MiB", crate::eval::channel::CAP >> 20));
+    }
+    // Each test's usage, when it was measured (a measurement, never a verdict, but for a test
+    // each-test stopped for its own limit).
+    if let Some(bytes) = reports.get(crate::eval::catalogue::MEASURE_REPORT) {
+        crate::measure::attach(&mut p.tests, crate::measure::read(bytes));
     }
     p
 }

@@ -43,6 +43,7 @@ pub fn pytest(output: &str) -> Parsed {
                     name: format!("skipped at {loc}"),
                     status: Status::Skipped,
                     duration_s: None,
+                    usage: None,
                 });
                 continue;
             }
@@ -50,7 +51,7 @@ pub fn pytest(output: &str) -> Parsed {
         };
         let name = rest.split(" - ").next().unwrap_or(rest).trim();
         if !name.is_empty() {
-            p.tests.push(TestResult { name: name.to_string(), status, duration_s: None });
+            p.tests.push(TestResult { name: name.to_string(), status, duration_s: None, usage: None });
         }
     }
     // "0.01s call     tests/test_x.py::test_a" lines (setup/call/teardown summed). By name,

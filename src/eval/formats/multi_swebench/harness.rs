@@ -589,7 +589,7 @@ fn grade(
         .map(|n| (n, Status::Passed))
         .chain(fix.failed.iter().map(|n| (n, Status::Failed)))
         .chain(fix.skipped.iter().map(|n| (n, Status::Skipped)))
-        .map(|(n, s)| TestResult { name: n.clone(), status: s, duration_s: None })
+        .map(|(n, s)| TestResult { name: n.clone(), status: s, duration_s: None, usage: None })
         .collect();
     if job.pred == Prediction::Gold {
         if let Some(recorded) = &rec.fix_patch_result {

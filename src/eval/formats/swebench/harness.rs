@@ -574,7 +574,12 @@ fn grade(
     r.tests = sm
         .iter()
         // A word that is none of the harness's statuses: failed, here.
-        .map(|(name, s)| TestResult { name: name.clone(), status: s.unwrap_or(Status::Failed), duration_s: None })
+        .map(|(name, s)| TestResult {
+            name: name.clone(),
+            status: s.unwrap_or(Status::Failed),
+            duration_s: None,
+            usage: None,
+        })
         .collect();
     let (a, b) = (grade_list(f2p, &sm, fail_only), grade_list(p2p, &sm, fail_only));
     // v5's cross-check (SWE-bench PR #620): the test command's own exit status against the

@@ -1,0 +1,40 @@
+//! The measurement kit: what is bound read-only at [`super::catalogue::MEASURE`] in a sandbox whose runner is
+//! measured: a copy of this binary for `each-test` (a copy, so that the host's own binary is
+//! never reachable from a sandbox, see the init's CVE-2019-5736 check), and the in-runner
+//! plugins of images/measure/.
+
+use super::Options;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The plugins, by their path under [`MEASURE`].
+pub const FILES: &[(&str, &str)] = &[];
+
+static MADE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+/// The kit's directory for this eval (made once, under the output's work directory).
+pub fn prepare(o: &Options) -> Result<PathBuf, String> {
+    let mut made = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = o.output.join(".work").join("measure");
+    if made.as_ref() == Some(&dir) && dir.join("bin/polysandbox").is_file() {
+        return Ok(dir);
+    }
+    let err = |e: std::io::Error| {
+        format!("{}: {e} (the per-test measurement kit; --per-test off runs without it)", dir.display())
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("bin")).map_err(err)?;
+    let bin = dir.join("bin/polysandbox");
+    std::fs::copy(&o.binary, &bin).map_err(err)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o555)).map_err(err)?;
+    for (rel, text) in FILES {
+        let at = dir.join(rel);
+        if let Some(p) = at.parent() {
+            std::fs::create_dir_all(p).map_err(err)?;
+        }
+        std::fs::write(&at, text).map_err(err)?;
+    }
+    *made = Some(dir.clone());
+    Ok(dir)
+}
