@@ -76,6 +76,31 @@ pub fn junit_reports(reports: &Reports) -> Parsed {
     p
 }
 
+/// The reports of a binary run once per test (Catch2 under `each-test`): each file a stream of
+/// documents, one per run, each of at most one test case; a name twice is a second write.
+pub fn junit_reports_each(reports: &Reports) -> Parsed {
+    let mut p = Parsed::default();
+    for (name, xml) in &reports.files {
+        if name == crate::eval::catalogue::MEASURE_REPORT {
+            continue;
+        }
+        let xml = String::from_utf8_lossy(xml);
+        for doc in xml.split("<?xml").filter(|d| d.contains("<testsuite")) {
+            p.complete = true;
+            let before = p.tests.len();
+            junit_xml(doc, &mut p);
+            if p.tests.len() > before + 1 {
+                p.tampered = Some(format!("a run of one test wrote {} test cases to {name}", p.tests.len() - before));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(t) = p.tests.iter().find(|t| !seen.insert(t.name.clone())) {
+            p.tampered = Some(format!("{name} names {} twice", t.name));
+        }
+    }
+    p
+}
+
 // ---- The harness's: the raw log, Ant's and Maven's console lines ----
 
 /// The harness's `parse_log_ant`: Ant's JUnit task lines (`[junit] [PASS] name`; `[FAIL]`

@@ -91,19 +91,23 @@ pub enum Parser {
     Cargo,
     Jest,
     JunitXml,
+    /// JUnit XML written once per test, by a binary run once per test (Catch2 under
+    /// `each-test`): one document per run, each of at most one test case, no name twice.
+    JunitXmlEach,
     Catch2,
     /// No per-test results: the exit status alone (snippet instances).
     ExitCode,
 }
 
 impl Parser {
-    pub const ALL: [Parser; 8] = [
+    pub const ALL: [Parser; 9] = [
         Parser::Pytest,
         Parser::Gotest,
         Parser::GotestJson,
         Parser::Cargo,
         Parser::Jest,
         Parser::JunitXml,
+        Parser::JunitXmlEach,
         Parser::Catch2,
         Parser::ExitCode,
     ];
@@ -116,6 +120,7 @@ impl Parser {
             Parser::Cargo => "cargo",
             Parser::Jest => "jest",
             Parser::JunitXml => "junit-xml",
+            Parser::JunitXmlEach => "junit-xml-each",
             Parser::Catch2 => "catch2",
             Parser::ExitCode => "exit-code",
         }
@@ -220,6 +225,7 @@ pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
         Parser::Cargo => cargo::cargo(output, reports),
         Parser::Jest => jest::jest(reports),
         Parser::JunitXml => junit::junit_reports(reports),
+        Parser::JunitXmlEach => junit::junit_reports_each(reports),
         Parser::Catch2 => catch2::catch2(output),
         // Nothing to read but the exit status, which the caller judges.
         Parser::ExitCode => Parsed { complete: true, ..Parsed::default() },
@@ -241,6 +247,7 @@ pub fn report_files(parser: Parser) -> Vec<String> {
         Parser::Jest => vec!["jest.json".into()],
         Parser::Cargo => vec!["libtest.log".into()],
         // The JUnit console launcher writes one file per test engine it finds.
+        Parser::JunitXmlEach => vec!["catch2.xml".into()],
         Parser::JunitXml => ["TEST-junit-jupiter.xml", "TEST-junit-vintage.xml", "TEST-junit-platform-suite.xml"]
             .iter()
             .map(|s| s.to_string())
