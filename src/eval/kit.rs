@@ -8,7 +8,16 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 
 /// The plugins, by their path under [`MEASURE`].
-pub const FILES: &[(&str, &str)] = &[];
+pub const FILES: &[(&str, &str)] = &[
+    (
+        "java/META-INF/services/org.junit.platform.launcher.TestExecutionListener",
+        include_str!("../../images/measure/java/META-INF/services/org.junit.platform.launcher.TestExecutionListener"),
+    ),
+    ("java/PolysandboxMeasure.java", include_str!("../../images/measure/java/PolysandboxMeasure.java")),
+    ("jest/measure.js", include_str!("../../images/measure/jest/measure.js")),
+    ("jest/runner.js", include_str!("../../images/measure/jest/runner.js")),
+    ("python/polysandbox_measure.py", include_str!("../../images/measure/python/polysandbox_measure.py")),
+];
 
 static MADE: Mutex<Option<PathBuf>> = Mutex::new(None);
 

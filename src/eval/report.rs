@@ -1,6 +1,7 @@
 //! The run's reports: report.json (SWE-bench's and HyperAgents' summary fields, a per-language
 //! breakdown, resource percentiles), junit.xml, and the summary table.
 
+use super::parsers::Status;
 use super::{InstanceResult, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -82,6 +83,7 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
             "memory_peak_bytes": percentiles(measured.iter().map(|r| r.memory_peak_bytes as f64).collect()),
         }),
     );
+    m.insert("per_test".into(), per_test(results));
     // What the score is over, and what to run again.
     m.insert("admitted".into(), json!(results.iter().filter(|r| r.scored()).count()));
     m.insert("excluded_ids".into(), json!(ids(results, |r| r.excluded)));
@@ -103,6 +105,59 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
     m.insert("wall_time_s".into(), json!(wall.as_secs_f64()));
     m.insert("schema_version".into(), json!(2));
     Value::Object(m)
+}
+
+/// Every measured test of the run: (instance, test name, its usage).
+fn measured_tests(results: &[InstanceResult]) -> Vec<(&str, &str, &crate::measure::TestUsage)> {
+    results
+        .iter()
+        .flat_map(|r| {
+            r.tests.iter().filter_map(move |t| t.usage.as_ref().map(|u| (r.instance_id.as_str(), t.name.as_str(), u)))
+        })
+        .collect()
+}
+
+/// The heaviest `n` tests by `key`, heaviest first.
+fn heaviest<'a>(
+    all: &[(&'a str, &'a str, &'a crate::measure::TestUsage)],
+    key: impl Fn(&crate::measure::TestUsage) -> f64,
+    n: usize,
+) -> Vec<(&'a str, &'a str, f64)> {
+    let mut v: Vec<(&str, &str, f64)> = all.iter().map(|(i, t, u)| (*i, *t, key(u))).collect();
+    v.sort_by(|a, b| b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal));
+    v.truncate(n);
+    v
+}
+
+/// report.json's `per_test`: how many tests were measured and how, percentiles over them,
+/// the heaviest, and those stopped for a per-test limit.
+fn per_test(results: &[InstanceResult]) -> Value {
+    let all = measured_tests(results);
+    let mut methods = BTreeMap::new();
+    for (_, _, u) in &all {
+        *methods
+            .entry(serde_json::to_value(u.method).unwrap_or_default().as_str().unwrap_or("").to_string())
+            .or_insert(0) += 1;
+    }
+    let top = |key: &dyn Fn(&crate::measure::TestUsage) -> f64, field: &str| -> Value {
+        Value::Array(
+            heaviest(&all, key, 10)
+                .into_iter()
+                .map(|(i, t, v)| json!({"instance_id": i, "test": t, field: v}))
+                .collect(),
+        )
+    };
+    json!({
+        "measured": all.len(),
+        "methods": methods,
+        "wall_s": percentiles(all.iter().map(|(_, _, u)| u.wall_s).collect()),
+        "cpu_s": percentiles(all.iter().map(|(_, _, u)| u.cpu_s()).collect()),
+        "memory_peak_bytes": percentiles(all.iter().map(|(_, _, u)| u.memory_peak_bytes as f64).collect()),
+        "slowest": top(&|u| u.wall_s, "wall_s"),
+        "most_cpu": top(&|u| u.cpu_s(), "cpu_s"),
+        "most_memory": top(&|u| u.memory_peak_bytes as f64, "memory_peak_bytes"),
+        "stopped": all.iter().filter_map(|(i, t, u)| u.stopped_by.map(|l| json!({"instance_id": i, "test": t, "stopped_by": l}))).collect::<Vec<_>>(),
+    })
 }
 
 fn esc(s: &str) -> String {
@@ -149,6 +204,59 @@ pub fn junit(results: &[InstanceResult]) -> String {
                     format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n")
                 }
             };
+        }
+        x += "  </testsuite>\n";
+    }
+    // Each instance's measured tests: a suite of their own, a testcase per test with its wall
+    // time and, as properties, its CPU, peak memory and how they were measured.
+    for r in results.iter().filter(|r| r.tests.iter().any(|t| t.usage.is_some())) {
+        let tests: Vec<_> = r.tests.iter().filter(|t| t.usage.is_some()).collect();
+        let failed = tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count();
+        x += &format!(
+            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"0\">\n",
+            esc(&format!("{} tests", r.instance_id)),
+            tests.len()
+        );
+        for t in tests {
+            let u = t.usage.as_ref().expect("filtered");
+            let method = serde_json::to_value(u.method).unwrap_or_default();
+            x += &format!(
+                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\">\n      <properties>\n",
+                esc(&r.instance_id),
+                esc(&t.name),
+                u.wall_s
+            );
+            let mut props = vec![
+                ("cpu_user_s", format!("{:.6}", u.cpu_user_s)),
+                ("cpu_system_s", format!("{:.6}", u.cpu_system_s)),
+                ("memory_peak_bytes", u.memory_peak_bytes.to_string()),
+                ("measured_by", method.as_str().unwrap_or("").to_string()),
+            ];
+            if let Some(l) = u.stopped_by {
+                props.push((
+                    "stopped_by",
+                    serde_json::to_value(l).unwrap_or_default().as_str().unwrap_or("").to_string(),
+                ));
+            }
+            if let Some(c) = u.cpu_vs_gold {
+                props.push(("cpu_vs_gold", format!("{c:.3}")));
+            }
+            if let Some(m) = u.memory_vs_gold {
+                props.push(("memory_vs_gold", format!("{m:.3}")));
+            }
+            for (k, v) in props {
+                x += &format!("        <property name=\"{k}\" value=\"{}\"/>\n", esc(&v));
+            }
+            x += "      </properties>\n";
+            match t.status {
+                Status::Failed | Status::Error => {
+                    let why = u.stopped_by.map(|l| l.describe()).unwrap_or("failed");
+                    x += &format!("      <failure message=\"{}\" type=\"failed\"/>\n", esc(why));
+                }
+                Status::Skipped => x += "      <skipped/>\n",
+                Status::Passed | Status::Xfail => {}
+            }
+            x += "    </testcase>\n";
         }
         x += "  </testsuite>\n";
     }
@@ -221,6 +329,24 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
     }
     if results.iter().any(|r| r.controls.as_deref().is_some_and(|c| c.contains("uncalibrated"))) {
         t += "uncalibrated: graded without a calibration (weaker controls; tests gold passes not pinned by name)\n";
+    }
+    let all = measured_tests(results);
+    if !all.is_empty() {
+        let show = |v: Vec<(&str, &str, f64)>, f: &dyn Fn(f64) -> String| {
+            v.into_iter().take(3).map(|(i, n, x)| format!("{i} {n} ({})", f(x))).collect::<Vec<_>>().join(", ")
+        };
+        t += &format!("per-test usage: {} tests measured\n", all.len());
+        t += &format!("  slowest: {}\n", show(heaviest(&all, |u| u.wall_s, 3), &|x| format!("{x:.2} s")));
+        t += &format!("  most CPU: {}\n", show(heaviest(&all, |u| u.cpu_s(), 3), &|x| format!("{x:.2} s")));
+        t += &format!(
+            "  most memory: {}\n",
+            show(heaviest(&all, |u| u.memory_peak_bytes as f64, 3), &|x| format!("{} MiB", x as u64 >> 20))
+        );
+        let stopped: Vec<String> =
+            all.iter().filter_map(|(i, n, u)| u.stopped_by.map(|l| format!("{i} {n} ({})", l.describe()))).collect();
+        if !stopped.is_empty() {
+            t += &format!("  stopped by a per-test limit: {}\n", stopped.join(", "));
+        }
     }
     t
 }

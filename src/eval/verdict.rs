@@ -161,6 +161,10 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
         parsed.tests.retain(|t| !e.flaky.contains(&t.name));
     }
     r.tests = parsed.tests.clone();
+    // An in-runner plugin resets the runner process's peak RSS at each test: without a memory
+    // cgroup the run's own peak (rusage) then starts over too, so the tests' peaks bound it.
+    let tests_peak = r.tests.iter().filter_map(|t| t.usage.as_ref()).map(|u| u.memory_peak_bytes).max().unwrap_or(0);
+    r.memory_peak_bytes = r.memory_peak_bytes.max(tests_peak);
     if let Some((verdict, reason)) = ended_early(&rec) {
         (r.verdict, r.reason) = (verdict, reason);
         return;

@@ -105,6 +105,7 @@ pub fn main(o: &Options) -> i32 {
             }
         }
     };
+    eprintln!("polysandbox each-test: {} tests, one process each", cases.len());
     let mut report = report;
     for case in &cases {
         let (code, usage) = run_one(&case.argv, o);

@@ -27,7 +27,17 @@ pub fn junit_xml(xml: &str, p: &mut Parsed) {
     let mut rest = xml;
     while let Some(i) = rest.find("<testcase") {
         rest = &rest[i..];
-        let Some(end) = rest.find('>') else { break };
+        // The tag ends at the first `>` outside an attribute value (Catch2 writes test names
+        // such as "Real part -> ..." with the `>` as it is).
+        let mut quoted = false;
+        let Some(end) = rest.char_indices().find_map(|(k, c)| {
+            if c == '"' {
+                quoted = !quoted;
+            }
+            (c == '>' && !quoted).then_some(k)
+        }) else {
+            break;
+        };
         let tag = &rest[..end];
         let self_closing = tag.ends_with('/');
         // The body ends at its closing tag, looked for only up to the next testcase (a report
@@ -158,6 +168,14 @@ mod tests {
         assert_eq!(p.tests[0].name, "T.a()");
         assert_eq!(p.status_of("T.b&c"), Some(Status::Failed));
         assert_eq!(p.status_of("s"), Some(Status::Skipped));
+    }
+
+    #[test]
+    fn a_greater_than_sign_in_a_name_is_part_of_it() {
+        let mut p = Parsed::default();
+        junit_xml("<testcase classname=\"x.global\" name=\"a -> b\" time=\"0.1\"/><testcase classname=\"x.global\" name=\"a -> c\"/>", &mut p);
+        let names: Vec<_> = p.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["x.global.a -> b", "x.global.a -> c"]);
     }
 
     /// The harness's parser, through the registry.
