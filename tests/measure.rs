@@ -1,0 +1,118 @@
+//! Per-test resource usage: each test of each runner measured apart (eval on the resource
+//! fixtures: a CPU burner, a 200 MiB allocator, a sleeper, an idle test, in six languages),
+//! and per-test limits that stop only the offending test. As root and as the test user.
+mod common;
+
+use common::eval::*;
+use common::*;
+use serde_json::Value;
+
+fn resources() -> String {
+    data().join("resources").display().to_string()
+}
+
+/// (test name, usage) of one instance, by a word in the test's name.
+fn usage_of<'a>(r: &'a Value, word: &str) -> &'a Value {
+    let tests = r["tests"].as_array().unwrap();
+    let t = tests
+        .iter()
+        .find(|t| t["name"].as_str().unwrap().to_lowercase().replace([' ', '_'], "").contains(word))
+        .unwrap_or_else(|| panic!("no test like {word}: {r}"));
+    &t["usage"]
+}
+
+fn cpu(u: &Value) -> f64 {
+    u["cpu_user_s"].as_f64().unwrap() + u["cpu_system_s"].as_f64().unwrap()
+}
+
+#[test]
+fn every_test_of_every_runner_is_measured_apart() {
+    for m in modes() {
+        let mut langs: Vec<&str> = langs(m).into_iter().filter(|l| *l != "typescript").collect();
+        langs.sort();
+        let mut args =
+            vec![resources(), "-j".into(), "1".into(), "--no-calibration".into(), "--filter-category".into()];
+        args.extend(langs.iter().map(|s| s.to_string()));
+        let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+        let first = eval(m, &a);
+        assert_eq!(code(&first.out), 0, "{m:?}: {}\n{}", stdout(&first.out), stderr(&first.out));
+        let second = eval_in(m, &m.owned_dir("eval2").join("out"), &a);
+        for lang in &langs {
+            let id = format!("{lang}/usage");
+            let r = first.result(&id);
+            assert_eq!(r["verdict"], "resolved", "{m:?} {id}: {r}");
+            let tests = r["tests"].as_array().unwrap();
+            assert!(tests.iter().all(|t| t["usage"].is_object()), "{m:?} {id}: every test measured: {r}");
+            let (burn, alloc, sleep, idle) = (
+                usage_of(&r, "burnscpu"),
+                usage_of(&r, "allocatesmemory"),
+                usage_of(&r, "sleeps"),
+                usage_of(&r, "doesnothing"),
+            );
+            let method = burn["method"].as_str().unwrap();
+            let expected = if ["rust", "go", "cpp"].contains(lang) { "process" } else { "in-runner" };
+            assert_eq!(method, expected, "{m:?} {id}");
+            // The JVM's process CPU includes its JIT compiler threads (README: per-test usage).
+            let slack = if *lang == "java" { 0.15 } else { 0.03 + 0.01 };
+            let c = cpu(burn);
+            assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{m:?} {id}: burner cpu {c}: {r}");
+            for other in [alloc, sleep, idle] {
+                assert!(cpu(other) < 0.15, "{m:?} {id}: charged with the burner's work: {r}");
+            }
+            let peak = alloc["memory_peak_bytes"].as_u64().unwrap();
+            let idle_peak = idle["memory_peak_bytes"].as_u64().unwrap();
+            assert!(peak >= 200 << 20, "{m:?} {id}: allocator peak {peak}");
+            if expected == "process" {
+                assert!(idle_peak < 50 << 20, "{m:?} {id}: idle peak {idle_peak}");
+                assert!(peak as f64 <= (200u64 << 20) as f64 * 1.1 + idle_peak as f64, "{m:?} {id}: {peak}");
+            }
+            assert!(sleep["wall_s"].as_f64().unwrap() >= 0.5, "{m:?} {id}: {r}");
+            assert!(cpu(sleep) < if *lang == "java" { 0.04 } else { 0.02 }, "{m:?} {id}: sleeper cpu: {r}");
+            // Two runs agree on the burner's CPU within 5%.
+            let c2 = cpu(usage_of(&second.result(&id), "burnscpu"));
+            if *lang != "java" {
+                assert!((c - c2).abs() <= 0.05 * c.max(c2) + 0.01, "{m:?} {id}: {c} then {c2}");
+            }
+        }
+        let rep = first.report();
+        assert_eq!(rep["per_test"]["measured"].as_u64().unwrap(), 4 * langs.len() as u64, "{m:?}: {rep}");
+        let junit = std::fs::read_to_string(first.dir.join("junit.xml")).unwrap();
+        assert!(junit.contains("<property name=\"memory_peak_bytes\""), "{junit}");
+        assert!(stdout(&first.out).contains("most memory:"), "{}", stdout(&first.out));
+
+        // Off: the runners' plain commands, no numbers per test.
+        let mut off = a.clone();
+        off.extend(["--per-test", "off"]);
+        let plain = eval_in(m, &m.owned_dir("eval3").join("out"), &off);
+        for lang in &langs {
+            let r = plain.result(&format!("{lang}/usage"));
+            assert_eq!(r["verdict"], "resolved", "{m:?}: {r}");
+            assert!(r["tests"].as_array().unwrap().iter().all(|t| t.get("usage").is_none()), "{m:?}: {r}");
+        }
+    }
+}
+
+#[test]
+fn a_test_past_its_own_limit_is_stopped_and_the_others_go_on() {
+    for m in modes() {
+        for (flag, value, word, reason) in
+            [("--test-timeout", "300ms", "sleeps", "walltime"), ("--test-memory", "100M", "allocatesmemory", "memory")]
+        {
+            let data = resources();
+            let args = [data.as_str(), "--no-calibration", "--filter-category", "go", "rust", flag, value];
+            let run = eval(m, &args);
+            for lang in ["go", "rust"].iter().filter(|l| langs(m).contains(l)) {
+                let r = run.result(&format!("{lang}/usage"));
+                assert_eq!(r["verdict"], "unresolved", "{m:?} {flag}: {r}");
+                let stopped = usage_of(&r, word);
+                assert_eq!(stopped["stopped_by"], reason, "{m:?} {flag}: {r}");
+                let others: Vec<&Value> =
+                    r["tests"].as_array().unwrap().iter().filter(|t| t["usage"]["stopped_by"].is_null()).collect();
+                // The burner may run past a wall-clock limit too on a loaded machine; the idle test
+                // never does.
+                assert!(others.len() >= 2 && usage_of(&r, "doesnothing")["stopped_by"].is_null(), "{m:?} {flag}: {r}");
+                assert!(others.iter().all(|t| t["status"] == "passed"), "{m:?} {flag}: the others go on: {r}");
+            }
+        }
+    }
+}
