@@ -165,7 +165,7 @@ fn cargo_binaries(extra: &[String]) -> Result<(Vec<String>, bool), i32> {
                 if let Some(exe) = v["executable"].as_str() {
                     bins.push(exe.to_string());
                 }
-            } else if kinds.iter().any(|k| *k == "lib") && v["target"]["doctest"] == true {
+            } else if kinds.contains(&"lib") && v["target"]["doctest"] == true {
                 lib = true;
             }
         }
@@ -185,7 +185,7 @@ fn listing(argv: &[&str], any_exit: bool) -> Result<String, String> {
         .stderr(Stdio::inherit())
         .output()
         .map_err(|e| format!("{}: {e}", argv[0]))?;
-    if !out.status.success() && !(any_exit && out.status.code().is_some()) {
+    if !(out.status.success() || any_exit && out.status.code().is_some()) {
         return Err(format!("`{}` failed ({})", argv.join(" "), out.status));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
