@@ -132,15 +132,6 @@ pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: BTree
     }
 }
 
-/// Percentiles of a list (nearest rank), for reports.
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,13 +173,5 @@ mod tests {
         attach(&mut tests, read(text.as_bytes()));
         assert_eq!(tests[0].status, Status::Passed);
         assert_eq!(tests.len(), 1);
-    }
-
-    #[test]
-    fn percentiles_by_nearest_rank() {
-        let v = [1.0, 2.0, 3.0, 4.0];
-        assert_eq!(percentile(&v, 50.0), 2.0);
-        assert_eq!(percentile(&v, 100.0), 4.0);
-        assert_eq!(percentile(&[], 50.0), 0.0);
     }
 }
