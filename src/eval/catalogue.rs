@@ -147,7 +147,20 @@ impl Runner {
 
 pub type Catalogue = BTreeMap<String, Runner>;
 
+/// A config table's keys over the built-in entry's. A config that changes how the tests run or
+/// are read (`test`, `parser`, `reports`; `repo_test`, `repo_parser`) without giving its own
+/// measured command drops the built-in one: it was written for the built-in command, and
+/// running it instead would silently replace the user's.
 fn merge(base: &mut toml::Table, over: &toml::Table) {
+    let sets = |keys: &[&str]| keys.iter().any(|k| over.contains_key(*k));
+    if sets(&["test", "parser", "reports"]) && !sets(&["measured_test"]) {
+        base.remove("measured_test");
+        base.remove("measured_parser");
+        base.remove("measured_repo_test");
+    }
+    if sets(&["repo_test", "repo_parser"]) && !sets(&["measured_repo_test"]) {
+        base.remove("measured_repo_test");
+    }
     for (k, v) in over {
         base.insert(k.clone(), v.clone());
     }
@@ -208,6 +221,21 @@ mod tests {
         assert!(err.contains("unknown parser"), "{err}");
         std::fs::write(&dir, "[go]\ntimeout = \"9s\"\n").unwrap();
         assert_eq!(load(Some(&dir), &[]).unwrap()["go"].timeout, "9s");
+        // A config's own test command is the one run, measured or not.
+        let on = PerTest { on: true, ..PerTest::default() };
+        assert!(!load(None, &[]).unwrap()["python"].measured_test.is_empty());
+        for over in ["test = [\"true\"]", "parser = \"junit-xml\"", "reports = [\"a.xml\"]"] {
+            std::fs::write(&dir, format!("[python]\n{over}\n")).unwrap();
+            let r = &load(Some(&dir), &[]).unwrap()["python"];
+            let m = r.measured(&on);
+            assert!(!m.measuring && m.test == r.test && m.repo_test == r.repo_test, "{over}: {m:?}");
+        }
+        std::fs::write(&dir, "[python]\nrepo_test = [\"true\"]\n").unwrap();
+        let m = load(Some(&dir), &[]).unwrap()["python"].measured(&on);
+        assert!(m.measuring && m.repo_test == ["true"], "{m:?}");
+        std::fs::write(&dir, "[python]\ntest = [\"t\"]\nmeasured_test = [\"{each}\", \"x\"]\n").unwrap();
+        let m = load(Some(&dir), &[]).unwrap()["python"].measured(&on);
+        assert!(m.measuring && m.test.last().unwrap() == "x", "{m:?}");
         std::fs::remove_file(&dir).unwrap();
     }
 }
