@@ -28,6 +28,7 @@ mod prune;
 mod pull;
 mod rmi;
 mod run;
+mod test;
 
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
@@ -48,6 +49,9 @@ enum Command {
     Eval(eval::EvalArgs),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
     Calibrate(calibrate::CalibrateArgs),
+    /// Run a project's test suite in a sandbox with one of eval's runners; each test's CPU,
+    /// peak memory and wall.
+    Test(test::TestArgs),
     /// Pull an image from a registry into the store.
     Pull(pull::PullArgs),
     /// Import an image from a docker-archive, oci-archive, OCI layout or rootfs tarball.
@@ -91,6 +95,7 @@ pub fn main() -> i32 {
         Command::Run(args) => run::main(args),
         Command::Eval(args) => eval::main(args),
         Command::Calibrate(args) => calibrate::main(args),
+        Command::Test(args) => test::main(args),
         Command::Pull(args) => pull::main(args),
         Command::Import(args) => import::main(args),
         Command::Images(args) => images::main(args),

@@ -4,7 +4,7 @@
 //! plugins of images/measure/.
 
 use super::Options;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// The plugins, by their path under [`MEASURE`].
@@ -28,13 +28,20 @@ pub fn prepare(o: &Options) -> Result<PathBuf, String> {
     if made.as_ref() == Some(&dir) && dir.join("bin/polysandbox").is_file() {
         return Ok(dir);
     }
+    make(&dir, &o.binary)?;
+    *made = Some(dir.clone());
+    Ok(dir)
+}
+
+/// Makes the kit in `dir` (emptied first): a copy of `binary` and the plugins.
+pub fn make(dir: &Path, binary: &Path) -> Result<(), String> {
     let err = |e: std::io::Error| {
         format!("{}: {e} (the per-test measurement kit; --per-test off runs without it)", dir.display())
     };
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir.join("bin")).map_err(err)?;
     let bin = dir.join("bin/polysandbox");
-    std::fs::copy(&o.binary, &bin).map_err(err)?;
+    std::fs::copy(binary, &bin).map_err(err)?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o555)).map_err(err)?;
     for (rel, text) in FILES {
@@ -44,6 +51,5 @@ pub fn prepare(o: &Options) -> Result<PathBuf, String> {
         }
         std::fs::write(&at, text).map_err(err)?;
     }
-    *made = Some(dir.clone());
-    Ok(dir)
+    Ok(())
 }

@@ -21,6 +21,7 @@ pub mod parsers;
 pub mod patch;
 pub mod predictions;
 pub mod prepare;
+pub mod project;
 pub mod records;
 pub mod report;
 pub mod result;

@@ -211,21 +211,27 @@ pub fn junit(results: &[InstanceResult]) -> String {
     // time and, as properties, its CPU, peak memory and how they were measured.
     for r in results.iter().filter(|r| r.tests.iter().any(|t| t.usage.is_some())) {
         let tests: Vec<_> = r.tests.iter().filter(|t| t.usage.is_some()).collect();
-        let failed = tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count();
-        x += &format!(
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"0\">\n",
-            esc(&format!("{} tests", r.instance_id)),
-            tests.len()
-        );
-        for t in tests {
-            let u = t.usage.as_ref().expect("filtered");
+        x += &test_suite(&format!("{} tests", r.instance_id), &r.instance_id, &tests);
+    }
+    x + "</testsuites>\n"
+}
+
+/// A JUnit testsuite of test cases, each with its wall time and, where it was measured, its
+/// CPU, peak memory and how they were measured as properties (eval's junit.xml, `test --junit`).
+pub fn test_suite(name: &str, classname: &str, tests: &[&crate::eval::parsers::TestResult]) -> String {
+    let failed = tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count();
+    let skipped = tests.iter().filter(|t| t.status == Status::Skipped).count();
+    let time: f64 = tests.iter().map(|t| t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0)).sum();
+    let mut x = format!(
+        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
+        esc(name),
+        tests.len()
+    );
+    for t in tests {
+        let wall = t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0);
+        x += &format!("    <testcase classname=\"{}\" name=\"{}\" time=\"{wall:.3}\">\n", esc(classname), esc(&t.name));
+        if let Some(u) = &t.usage {
             let method = serde_json::to_value(u.method).unwrap_or_default();
-            x += &format!(
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\">\n      <properties>\n",
-                esc(&r.instance_id),
-                esc(&t.name),
-                u.wall_s
-            );
             let mut props = vec![
                 ("cpu_user_s", format!("{:.6}", u.cpu_user_s)),
                 ("cpu_system_s", format!("{:.6}", u.cpu_system_s)),
@@ -244,23 +250,23 @@ pub fn junit(results: &[InstanceResult]) -> String {
             if let Some(m) = u.memory_vs_gold {
                 props.push(("memory_vs_gold", format!("{m:.3}")));
             }
+            x += "      <properties>\n";
             for (k, v) in props {
                 x += &format!("        <property name=\"{k}\" value=\"{}\"/>\n", esc(&v));
             }
             x += "      </properties>\n";
-            match t.status {
-                Status::Failed | Status::Error => {
-                    let why = u.stopped_by.map(|l| l.describe()).unwrap_or("failed");
-                    x += &format!("      <failure message=\"{}\" type=\"failed\"/>\n", esc(why));
-                }
-                Status::Skipped => x += "      <skipped/>\n",
-                Status::Passed | Status::Xfail => {}
-            }
-            x += "    </testcase>\n";
         }
-        x += "  </testsuite>\n";
+        match t.status {
+            Status::Failed | Status::Error => {
+                let why = t.usage.as_ref().and_then(|u| u.stopped_by).map(|l| l.describe()).unwrap_or("failed");
+                x += &format!("      <failure message=\"{}\" type=\"failed\"/>\n", esc(why));
+            }
+            Status::Skipped => x += "      <skipped/>\n",
+            Status::Passed | Status::Xfail => {}
+        }
+        x += "    </testcase>\n";
     }
-    x + "</testsuites>\n"
+    x + "  </testsuite>\n"
 }
 
 /// Per-language counts and resources, then the totals.

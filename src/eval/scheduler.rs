@@ -35,7 +35,7 @@ fn install_signal_handlers() {
     }
 }
 
-fn host_memory() -> u64 {
+pub(crate) fn host_memory() -> u64 {
     let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let kib: u64 = text
         .lines()

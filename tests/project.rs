@@ -1,0 +1,167 @@
+//! `polysandbox test`: a project's own test suite in a sandbox with one of eval's runners, each
+//! test measured (the resource fixtures' usage exercises, their reference solution in place, as a
+//! CI user's project). As root and as the test user.
+mod common;
+
+use common::eval::*;
+use common::*;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// A copy of a resource fixture as a project of `m`'s user: the reference solution in place.
+fn project(m: Mode, lang: &str) -> PathBuf {
+    let src = data().join("resources").join(lang).join("exercises/practice/usage");
+    let dir = m.owned_dir(&format!("project-{lang}")).join("usage");
+    assert!(Command::new("cp").arg("-a").arg(&src).arg(&dir).status().unwrap().success());
+    let cfg: Value = serde_json::from_slice(&std::fs::read(dir.join(".meta/config.json")).unwrap()).unwrap();
+    let (ex, sol) = (cfg["files"]["example"].as_array().unwrap(), cfg["files"]["solution"].as_array().unwrap());
+    for (e, s) in ex.iter().zip(sol) {
+        std::fs::copy(dir.join(e.as_str().unwrap()), dir.join(s.as_str().unwrap())).unwrap();
+    }
+    Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
+    dir
+}
+
+/// `polysandbox test ARGS` as `m`'s user, with its store, and TMPDIR a fresh directory of its
+/// own: what the command leaves there is seen.
+fn test_cmd(m: Mode, args: &[&str], tmp: &Path) -> Output {
+    let mut c = m.command();
+    c.arg("test").args(args).env("TMPDIR", tmp).stdin(Stdio::null());
+    if m == Mode::User && is_root() {
+        c.args(["--root", USER_STORE]);
+    }
+    c.output().unwrap()
+}
+
+/// Every file's path and content under `dir`: what the project was before and after.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let o = Command::new("find").arg(dir).args(["-type", "f"]).output().unwrap();
+    let mut v: Vec<(String, Vec<u8>)> =
+        stdout(&o).lines().map(|p| (p.to_string(), std::fs::read(p).unwrap_or_default())).collect();
+    v.sort();
+    v
+}
+
+fn langs_here(m: Mode) -> Vec<&'static str> {
+    // One process per test (go, rust) and in-runner (python); the user's store has go and python.
+    langs(m).into_iter().filter(|l| ["go", "python", "rust"].contains(l)).collect()
+}
+
+fn cpu(u: &Value) -> f64 {
+    u["cpu_user_s"].as_f64().unwrap() + u["cpu_system_s"].as_f64().unwrap()
+}
+
+#[test]
+fn a_projects_tests_are_each_measured_in_a_sandbox() {
+    for m in modes() {
+        for lang in langs_here(m) {
+            let dir = project(m, lang);
+            let before = tree(&dir);
+            let tmp = m.owned_dir("tmp");
+            let junit = m.owned_dir("junit").join("junit.xml");
+            let p = dir.to_str().unwrap();
+            let o = test_cmd(m, &["--runner", lang, p, "--junit", junit.to_str().unwrap()], &tmp);
+            assert_eq!(code(&o), 0, "{m:?} {lang}: {}\n{}", stdout(&o), stderr(&o));
+            let table = stdout(&o);
+            let method = if lang == "python" { "in-runner" } else { "process" };
+            let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("passed")).collect();
+            assert_eq!(rows.len(), 4, "{m:?} {lang}: {table}");
+            assert!(rows.iter().all(|r| r.contains(method)), "{m:?} {lang}: {table}");
+            assert!(table.contains("4 tests: 4 passed, 0 failed, 0 skipped; 4 measured"), "{m:?} {lang}: {table}");
+            assert!(
+                table.to_lowercase().replace([' ', '_'], "").contains("mostcpu") && table.contains("the whole run")
+            );
+            let x = std::fs::read_to_string(&junit).unwrap();
+            assert_eq!(x.matches("<testcase ").count(), 4, "{x}");
+            assert_eq!(x.matches("name=\"memory_peak_bytes\"").count(), 4, "{x}");
+            assert!(x.contains(&format!("value=\"{method}\"")), "{x}");
+            // The same as JSON lines: the burner charged with its CPU, nobody else.
+            let o = test_cmd(m, &["--runner", lang, p, "--json"], &tmp);
+            assert_eq!(code(&o), 0, "{m:?} {lang}: {}", stderr(&o));
+            let tests: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert_eq!(tests.len(), 4, "{m:?} {lang}: {}", stdout(&o));
+            for t in &tests {
+                let name = t["name"].as_str().unwrap().to_lowercase().replace([' ', '_'], "");
+                let c = cpu(&t["usage"]);
+                if name.contains("burnscpu") {
+                    assert!((0.26..=0.34).contains(&c), "{m:?} {lang}: {t}");
+                } else {
+                    assert!(c < 0.15, "{m:?} {lang}: charged with the burner's work: {t}");
+                }
+                if name.contains("allocatesmemory") {
+                    assert!(t["usage"]["memory_peak_bytes"].as_u64().unwrap() >= 200 << 20, "{m:?} {lang}: {t}");
+                }
+            }
+            // Copy-on-write: the build and the tests' writes stayed in the sandbox; the work
+            // directory is gone.
+            assert!(tree(&dir) == before, "{m:?} {lang}: the project changed");
+            let left = std::fs::read_dir(&tmp).unwrap().count();
+            assert_eq!(left, 0, "{m:?} {lang}: left in TMPDIR");
+            // Unmeasured, the same tests, no numbers.
+            let o = test_cmd(m, &["--runner", lang, p, "--per-test", "off", "--json"], &tmp);
+            assert_eq!(code(&o), 0, "{m:?} {lang}: {}", stderr(&o));
+            let tests: Vec<Value> = stdout(&o).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            assert!(tests.len() == 4 && tests.iter().all(|t| t.get("usage").is_none()), "{m:?} {lang}: {tests:?}");
+        }
+    }
+}
+
+/// A per-test limit stops only its test, the run fails; a failing test fails the run; the
+/// others are reported as they went.
+#[test]
+fn a_stopped_or_failing_test_fails_the_run_and_only_itself() {
+    for m in modes() {
+        for lang in langs_here(m).into_iter().filter(|l| *l != "python") {
+            let dir = project(m, lang);
+            let tmp = m.owned_dir("tmp");
+            let p = dir.to_str().unwrap();
+            // (A memory limit: the burner's wall depends on the machine's load, its peak does not.)
+            let o = test_cmd(m, &["--runner", lang, p, "--test-memory", "100M"], &tmp);
+            assert_eq!(code(&o), 1, "{m:?} {lang}: {}\n{}", stdout(&o), stderr(&o));
+            let table = stdout(&o);
+            let stopped: Vec<&str> = table.lines().filter(|l| l.starts_with("stopped")).collect();
+            let alloc = |l: &str| l.to_lowercase().replace([' ', '_'], "").contains("allocatesmemory");
+            assert!(stopped.len() == 1 && alloc(stopped[0]), "{m:?} {lang}: {table}");
+            assert_eq!(table.lines().filter(|l| l.starts_with("passed")).count(), 3, "{m:?} {lang}: {table}");
+            assert!(table.contains("stopped at a per-test limit"), "{table}");
+            // The stub solution: its tests fail, the run fails.
+            let stub = data().join("resources").join(lang).join("exercises/practice/usage");
+            let cfg: Value = serde_json::from_slice(&std::fs::read(stub.join(".meta/config.json")).unwrap()).unwrap();
+            for s in cfg["files"]["solution"].as_array().unwrap() {
+                let s = s.as_str().unwrap();
+                std::fs::copy(stub.join(s), dir.join(s)).unwrap();
+            }
+            let o = test_cmd(m, &["--runner", lang, p], &tmp);
+            assert_eq!(code(&o), 1, "{m:?} {lang}: {}\n{}", stdout(&o), stderr(&o));
+            assert!(stdout(&o).lines().any(|l| l.starts_with("failed")), "{m:?} {lang}: {}", stdout(&o));
+            assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{m:?} {lang}: left in TMPDIR");
+        }
+    }
+}
+
+/// Bad input: one clear line, 125, nothing left behind.
+#[test]
+fn bad_input_to_test_is_one_clear_line() {
+    for m in modes() {
+        let tmp = m.owned_dir("tmp");
+        let dir = project(m, "go");
+        let p = dir.to_str().unwrap();
+        let cases: Vec<(Vec<&str>, &str)> = vec![
+            (vec!["--runner", "go", "/no/such/project"], "not a directory"),
+            (vec!["--runner", "cobol", p], "no such runner"),
+            (vec!["--runner", "go", p, "--name", "../x"], "--name"),
+            (vec!["--runner", "go", p, "--per-test", "off", "--test-timeout", "1s"], "need --per-test on"),
+            (vec!["--runner", "go", p, "--image", "localhost/no/such:image", "--pull", "never"], "no/such"),
+        ];
+        for (args, want) in cases {
+            let o = test_cmd(m, &args, &tmp);
+            let err = stderr(&o);
+            assert_eq!(code(&o), 125, "{m:?} {args:?}: {err}");
+            assert_eq!(err.trim().lines().count(), 1, "{m:?} {args:?}: {err}");
+            assert!(err.contains(want), "{m:?} {args:?}: {err}");
+            assert!(stdout(&o).is_empty(), "{m:?} {args:?}: {}", stdout(&o));
+        }
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{m:?}: left in TMPDIR");
+    }
+}
