@@ -61,6 +61,23 @@ fn the_issues_forges_are_unresolved_with_and_without_a_calibration() {
     }
 }
 
+/// Per-test measurement (the default) runs each Rust and C++ test in a process of its own: a
+/// real test's process, known by its public name, that writes its own pass into the runner's
+/// report and aborts before the runner writes the failure (the fifth red team's forge, graded
+/// `resolved` before) is failed: a pass counts only if each-test saw its process exit 0.
+#[test]
+fn a_tests_own_process_cannot_report_its_pass_and_leave() {
+    for m in modes() {
+        if !langs(m).contains(&"rust") {
+            skip("a_tests_own_process_cannot_report_its_pass_and_leave", &format!("{m:?}: no rust or cpp image"));
+            continue;
+        }
+        for extra in [&[][..], &["--no-calibration"][..]] {
+            assert_eq!(graded_unresolved(m, "each", extra), 2, "{m:?} {extra:?}");
+        }
+    }
+}
+
 /// An allow-list of the exercise's own test names (public data) tells a copied control from
 /// the real tests without looking at their bodies: that is flagged where the code shows it,
 /// and `--strict` grades it unresolved.

@@ -113,8 +113,8 @@ const RULES: &[Rule] = &[
     // Rust.
     Rule {
         langs: &["rust"],
-        pattern: r"\benv\s*::\s*(args|args_os|var|var_os|vars|vars_os|current_exe|set_var|remove_var|current_dir|set_current_dir)\b|\bprocess\s*::\s*(exit|abort|Command|id)\b|\bstd\s*::\s*(os|net|backtrace)\b|\bfs\s*::\s*(read_dir|read_link|write|File\s*::\s*create|OpenOptions|remove_file|rename|copy|hard_link)\b|\bthread\s*::\s*current\b|\bpanic\s*::\s*(set_hook|take_hook|catch_unwind|resume_unwind)\b|\bio\s*::\s*(stdout|stderr|stdin)\b|\b(print|eprint|println|eprintln)\s*!",
-        what: "uses argv, the environment, exit, processes, lists or writes files, the thread's test name, panic hooks or the runner's output",
+        pattern: r"\benv\s*::\s*(args|args_os|var|var_os|vars|vars_os|current_exe|set_var|remove_var|current_dir|set_current_dir)\b|\bprocess\s*::\s*(exit|abort|Command|id)\b|\bstd\s*::\s*(os|net|backtrace)\b|\bfs\s*::\s*(read_dir|read_link|read|read_to_string|write|File|OpenOptions|remove_file|rename|copy|hard_link)\b|\bFile\s*::\s*(open|options|create|create_new)\b|\bthread\s*::\s*current\b|\btrack_caller\b|\bLocation\s*::\s*caller\b|\bpanic\s*::\s*Location\b|\bpanic\s*::\s*(set_hook|take_hook|catch_unwind|resume_unwind)\b|\bio\s*::\s*(stdout|stderr|stdin)\b|\b(print|eprint|println|eprintln)\s*!",
+        what: "uses argv, the environment, exit, processes, reads, lists or writes files, the thread's test name or its caller's place, panic hooks or the runner's output",
     },
     Rule {
         langs: &["rust"],
@@ -140,7 +140,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         langs: &["cpp", "c"],
-        pattern: r"(^|[^.\w>:])(system|popen|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|dup2|dup3|freopen|fopen|openat|ptrace|dlsym|dlopen|syscall|printf|puts|putchar|fprintf|fputs|fwrite)\s*\(|std\s*::\s*(ifstream|ofstream|fstream|filesystem|cout|cerr|clog|printf|puts)\b|<(fstream|filesystem|unistd\.h|fcntl\.h|dlfcn\.h|sys/\w+\.h|cstdio|stdio\.h)>|__FILE__|\basm\s*\(|__asm__|\bargv\b|environ\b|getenv\s*\(",
+        pattern: r"(^|[^.\w>:])(system|popen|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|dup2|dup3|freopen|fopen|openat|ptrace|dlsym|dlopen|syscall|printf|puts|putchar|fprintf|fputs|fwrite)\s*\(|std\s*::\s*(ifstream|ofstream|fstream|filesystem|cout|cerr|clog|printf|puts)\b|<(fstream|filesystem|unistd\.h|fcntl\.h|dlfcn\.h|sys/\w+\.h|cstdio|stdio\.h)>|__FILE__|__builtin_(FILE|LINE|FUNCTION)\b|source_location\b|\basm\s*\(|__asm__|\bargv\b|environ\b|getenv\s*\(",
         what: "runs processes, opens files or descriptors, writes the runner's output, or reads argv",
     },
     Rule {
@@ -367,6 +367,12 @@ mod tests {
             ("java", "S.java", "class S { static { Runtime.getRuntime().addShutdownHook(new Thread(() -> {})); } }\n"),
             ("rust", "src/lib.rs", "pub fn f() { let _ = std::process::Command::new(std::env::current_exe().unwrap()); }\n"),
             ("rust", "src/lib.rs", "pub fn f() -> bool { std::thread::current().name().unwrap().contains(\"t\") }\n"),
+            // The caller's file read to tell a control from a real test (the fifth red team).
+            ("rust", "src/lib.rs", "#[track_caller]\npub fn add(a: i32, b: i32) -> i32 { a - b }\n"),
+            ("rust", "src/lib.rs", "pub fn f() -> u32 { std::panic::Location::caller().line() }\n"),
+            ("rust", "src/lib.rs", "use std::fs;\npub fn f(p: &str) -> String { fs::read_to_string(p).unwrap() }\n"),
+            ("rust", "src/lib.rs", "use std::fs::File;\npub fn f() { let _ = File::options().append(true).open(\"x\"); }\n"),
+            ("cpp", "s.h", "int add(int a, int b, const char* f = __builtin_FILE()) { return a - b; }\n"),
             ("cpp", "s.h", "#include \"catch.hpp\"\n#undef REQUIRE\n#define REQUIRE(x) (void)0\n"),
             ("cpp", "s.cpp", "static int x = (std::atexit([]{ }), 0);\n"),
             // Values equal to anything, and names the tests use redeclared (an outside attack).

@@ -15,7 +15,7 @@
 //! The test's own output goes where this process's goes (the runner's result lines, Go's
 //! framed output), so the runner's parsers read it as they read a whole run's.
 
-use super::{Limit, Line, Method, TestUsage};
+use super::{KeyLine, Limit, Line, Method, TestUsage};
 use std::io::{BufRead, BufReader, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -107,13 +107,27 @@ pub fn main(o: &Options) -> i32 {
     };
     eprintln!("polysandbox each-test: {} tests, one process each", cases.len());
     let mut report = report;
+    // The project's code has run already (the listings run the test binaries' static
+    // constructors, cargo the build scripts): whatever it left is ended before the key exists.
+    reap_leftovers();
+    // SAFETY: plain prctl on ourselves: no process of the same user reads our memory.
+    unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
+    let key = super::new_key();
+    if let Some(f) = report.as_mut() {
+        let tests = cases.iter().map(|c| c.name.clone()).collect();
+        let mut line = serde_json::to_vec(&KeyLine { key: key.clone(), tests }).unwrap_or_default();
+        line.push(b'\n');
+        let _ = f.write_all(&line);
+        drained(f);
+    }
     for case in &cases {
         let (code, usage) = run_one(&case.argv, o);
         if code != 0 {
             worst = 1;
         }
         if let Some(f) = report.as_mut() {
-            let mut line = serde_json::to_vec(&Line { test: case.name.clone(), usage }).unwrap_or_default();
+            let mac = Some(super::mac(&key, &case.name, &usage));
+            let mut line = serde_json::to_vec(&Line { test: case.name.clone(), usage, mac }).unwrap_or_default();
             line.push(b'\n');
             // One write per line: lines of a FIFO below PIPE_BUF never interleave.
             let _ = f.write_all(&line);
@@ -129,6 +143,37 @@ pub fn main(o: &Options) -> i32 {
         }
     }
     worst
+}
+
+/// Waits (up to 5 s) for the reader to have taken everything written to the FIFO `f`: the key
+/// is read by the host before any test could open the FIFO to read it first.
+fn drained(f: &std::fs::File) {
+    for _ in 0..500 {
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD into an int, on a descriptor we own.
+        if unsafe { libc::ioctl(f.as_raw_fd(), libc::FIONREAD, &mut n) } != 0 || n == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Kills and reaps every process that came back to us (we are a subreaper): what the listings
+/// and the build left running.
+fn reap_leftovers() {
+    for _ in 0..100 {
+        let kids = own_children();
+        if kids.is_empty() {
+            return;
+        }
+        for k in kids {
+            // SAFETY: a child of ours.
+            unsafe { libc::kill(k, libc::SIGKILL) };
+            let mut st = 0;
+            // SAFETY: as above.
+            unsafe { libc::waitpid(k, &mut st, 0) };
+        }
+    }
 }
 
 fn libtest_flags(o: &Options) -> Vec<String> {
@@ -306,6 +351,8 @@ fn run_one(argv: &[String], o: &Options) -> (i32, TestUsage) {
         stopped_by: None,
         cpu_vs_gold: None,
         memory_vs_gold: None,
+        exit_code: None,
+        signal: None,
     };
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..]).stdin(Stdio::null());
@@ -429,6 +476,8 @@ fn run_one(argv: &[String], o: &Options) -> (i32, TestUsage) {
         Some(s) => 128 + s,
         None => libc::WEXITSTATUS(status),
     };
+    usage.signal = signal;
+    usage.exit_code = signal.is_none().then(|| libc::WEXITSTATUS(status));
     (if usage.stopped_by.is_some() && code == 0 { 1 } else { code }, usage)
 }
 

@@ -77,6 +77,11 @@ pub struct TestUsage {
     pub cpu_vs_gold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_vs_gold: Option<f64>,
+    /// `process`: how the test's process ended, its exit status or the signal that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
 }
 
 impl TestUsage {
@@ -91,34 +96,157 @@ pub struct Line {
     pub test: String,
     #[serde(flatten)]
     pub usage: TestUsage,
+    /// `process` lines: HMAC-SHA256 of the line without it, under the run's key (hex).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// The first line `each-test` writes, before any test runs: the key its lines are
+/// authenticated with. It drew the key itself, is not dumpable (a test can read neither its
+/// memory nor its environment) and waits for the host to have read the line before the first
+/// test starts; code of the project that ran earlier (a test binary's listing runs its static
+/// constructors) was killed before the key was drawn. So a `process` line the host accepts
+/// was written by `each-test`: a test can destroy the numbers (write a key line of its own,
+/// flood the channel), never forge them.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KeyLine {
+    pub key: String,
+    /// The tests it is about to run, by the names their lines carry.
+    #[serde(default)]
+    pub tests: Vec<String>,
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok()).collect()
+}
+
+/// A fresh key: 32 bytes of getrandom(2), hex.
+pub fn new_key() -> String {
+    let mut b = [0u8; 32];
+    // SAFETY: a 32-byte buffer for the kernel to fill.
+    let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
+    assert_eq!(n, 32, "getrandom");
+    hex(&b)
+}
+
+/// The line's MAC under `key` (hex): over its JSON without the MAC.
+pub fn mac(key: &str, test: &str, usage: &TestUsage) -> String {
+    use hmac::{Hmac, Mac};
+    let body =
+        serde_json::to_vec(&Line { test: test.to_string(), usage: usage.clone(), mac: None }).unwrap_or_default();
+    let mut m = Hmac::<sha2::Sha256>::new_from_slice(&unhex(key).unwrap_or_default()).expect("any key length");
+    m.update(&body);
+    hex(&m.finalize().into_bytes())
+}
+
+fn mac_ok(key: &str, test: &str, usage: &TestUsage, given: &str) -> bool {
+    use hmac::{Hmac, Mac};
+    let body =
+        serde_json::to_vec(&Line { test: test.to_string(), usage: usage.clone(), mac: None }).unwrap_or_default();
+    let Some(given) = unhex(given) else { return false };
+    let mut m = Hmac::<sha2::Sha256>::new_from_slice(&unhex(key).unwrap_or_default()).expect("any key length");
+    m.update(&body);
+    m.verify_slice(&given).is_ok()
 }
 
 /// The most lines read: a runner of more tests than that gets no numbers past it.
 const MAX_LINES: usize = 200_000;
 
-/// The channel's lines, by test name: the first line for a name is kept (a second one is not
-/// the measurer's: each test runs once).
-pub fn read(bytes: &[u8]) -> BTreeMap<String, TestUsage> {
-    let mut out = BTreeMap::new();
-    for line in bytes.split(|b| *b == b'\n').take(MAX_LINES) {
+/// What the channel says.
+#[derive(Debug, Default)]
+pub struct Measured {
+    /// Each test's numbers, by name: the first line for a name (each test runs once).
+    pub usage: BTreeMap<String, TestUsage>,
+    /// `process`: the tests `each-test` ran (its key line's list), when the channel is its own.
+    pub ran: Vec<String>,
+    /// `process`: tests with an authenticated line whose process ended other than by exit 0.
+    pub unclean: std::collections::BTreeSet<String>,
+    /// Why the channel is not `each-test`'s alone (its first line is not the key, or a second
+    /// key line came).
+    pub tampered: Option<String>,
+}
+
+/// The channel's lines. `expect` is how the runner's tests are measured: for `process`, only
+/// lines authenticated under the key of the channel's first line count, and none when a second
+/// key line shows that someone else wrote one; for `in-runner`, only in-runner lines (a test
+/// cannot pass its numbers off as the kernel's).
+pub fn read(bytes: &[u8], expect: Method) -> Measured {
+    let mut m = Measured::default();
+    let mut key: Option<KeyLine> = None;
+    let mut keys = 0;
+    let mut first_is_key = false;
+    for (i, line) in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()).take(MAX_LINES).enumerate() {
+        if let Ok(k) = serde_json::from_slice::<KeyLine>(line) {
+            keys += 1;
+            if i == 0 {
+                first_is_key = true;
+                key = Some(k);
+            }
+            continue;
+        }
         let Ok(l) = serde_json::from_slice::<Line>(line) else { continue };
         let finite =
             [l.usage.wall_s, l.usage.cpu_user_s, l.usage.cpu_system_s].iter().all(|v| v.is_finite() && *v >= 0.0);
-        if finite && !l.test.is_empty() {
-            out.entry(l.test).or_insert(l.usage);
+        if !finite || l.test.is_empty() || l.usage.method != expect {
+            continue;
+        }
+        if expect != Method::InRunner {
+            let signed = match (&key, &l.mac) {
+                (Some(k), Some(mac)) => mac_ok(&k.key, &l.test, &l.usage, mac),
+                _ => false,
+            };
+            if !signed {
+                continue;
+            }
+            if l.usage.exit_code != Some(0) || l.usage.signal.is_some() {
+                m.unclean.insert(l.test.clone());
+            }
+        }
+        m.usage.entry(l.test).or_insert(l.usage);
+    }
+    if expect != Method::InRunner && !bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        if !first_is_key || keys != 1 {
+            m.tampered = Some(format!(
+                "the per-test channel ({MEASURE_REPORT}) holds lines each-test did not write ({})",
+                if first_is_key { "a second key" } else { "a line before its key" }
+            ));
+            m.usage.clear();
+            m.unclean.clear();
+        } else if let Some(k) = key {
+            m.ran = k.tests;
         }
     }
-    out
+    m
 }
 
-/// Puts each test's numbers beside its result; a test `each-test` stopped for its own limit,
+/// The channel's name in the report directory (eval's catalogue::MEASURE_REPORT).
+const MEASURE_REPORT: &str = "measure.jsonl";
+
+/// Puts each test's numbers beside its result. A test `each-test` stopped for its own limit,
 /// which no runner report names (it never got to say), is added as failed, and one a report
-/// names passed is failed all the same (its process was killed before it ended).
-pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: BTreeMap<String, TestUsage>) {
+/// names passed is failed all the same (its process was killed before it ended). Where the
+/// tests ran one process each, a test the report names passed counts only if `each-test` saw
+/// its process exit 0: what the test's own process wrote into the report (a pass line, then an
+/// abort) is not enough. Returns why the results cannot be trusted, when the channel shows it.
+pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: Measured) -> Option<String> {
     use crate::eval::parsers::{Status, TestResult};
-    let mut measured = measured;
+    let Measured { usage: mut measured, ran, unclean, tampered } = measured;
+    let ran: std::collections::BTreeSet<String> = ran.into_iter().collect();
     for t in tests.iter_mut() {
-        if let Some(u) = measured.remove(&t.name) {
+        let passed = matches!(t.status, Status::Passed | Status::Xfail);
+        let u = measured.remove(&t.name);
+        if passed && ran.contains(&t.name) && (u.is_none() || unclean.contains(&t.name)) {
+            t.status = Status::Failed;
+        }
+        if let Some(u) = u {
             if u.stopped_by.is_some() && u.method == Method::Process {
                 t.status = Status::Failed;
             }
@@ -130,6 +258,7 @@ pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: BTree
             tests.push(TestResult { name, status: Status::Failed, duration_s: Some(u.wall_s), usage: Some(u) });
         }
     }
+    tampered
 }
 
 #[cfg(test)]
@@ -137,17 +266,73 @@ mod tests {
     use super::*;
     use crate::eval::parsers::{Status, TestResult};
 
+    const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    /// A line as each-test writes it, signed under KEY.
     fn line(name: &str, cpu: f64, stopped: Option<&str>) -> String {
-        let s = stopped.map(|s| format!(",\"stopped_by\":\"{s}\"")).unwrap_or_default();
-        format!("{{\"test\":\"{name}\",\"wall_s\":1.0,\"cpu_user_s\":{cpu},\"cpu_system_s\":0.0,\"memory_peak_bytes\":10,\"method\":\"process\"{s}}}\n")
+        signed(KEY, name, cpu, stopped)
+    }
+
+    fn usage(cpu: f64, stopped: Option<&str>) -> TestUsage {
+        TestUsage {
+            wall_s: 1.0,
+            cpu_user_s: cpu,
+            cpu_system_s: 0.0,
+            memory_peak_bytes: 10,
+            method: Method::Process,
+            memory: None,
+            stopped_by: stopped.map(|s| serde_json::from_value(serde_json::json!(s)).unwrap()),
+            cpu_vs_gold: None,
+            memory_vs_gold: None,
+            exit_code: Some(if stopped.is_some() { 137 } else { 0 }),
+            signal: None,
+        }
+    }
+
+    fn signed(key: &str, name: &str, cpu: f64, stopped: Option<&str>) -> String {
+        let u = usage(cpu, stopped);
+        let m = mac(key, name, &u);
+        serde_json::to_string(&Line { test: name.into(), usage: u, mac: Some(m) }).unwrap() + "\n"
+    }
+
+    fn keyed(lines: &str) -> String {
+        format!("{{\"key\":\"{KEY}\",\"tests\":[\"a\",\"b\",\"c\"]}}\n{lines}")
     }
 
     #[test]
     fn the_first_line_of_a_test_counts_and_garbage_is_skipped() {
         let text = line("a", 0.3, None) + "not json\n" + &line("a", 9.0, None) + "{\"test\":\"b\",\"wall_s\":-1}\n";
-        let m = read(text.as_bytes());
+        let m = read(keyed(&text).as_bytes(), Method::Process).usage;
         assert_eq!(m.len(), 1);
         assert_eq!(m["a"].cpu_user_s, 0.3);
+    }
+
+    /// What a test can write into the channel: lines for itself or a later test, unsigned,
+    /// signed under a key of its own, announced after each-test's, or marked in-runner; none
+    /// counts. Destroying the numbers (a second key line) is all it can do.
+    #[test]
+    fn a_test_cannot_forge_process_lines() {
+        let other = "ff".repeat(32);
+        let unsigned = serde_json::to_string(&Line { test: "b".into(), usage: usage(0.0, None), mac: None }).unwrap();
+        let tampered = line("b", 5.0, None).replace("5.0", "0.01");
+        let in_runner = signed(KEY, "b", 0.0, None).replace("\"process\"", "\"in-runner\"");
+        for forged in [unsigned + "\n", signed(&other, "b", 0.0, None), tampered, in_runner] {
+            // Before each-test's line for b: first per name would have won.
+            let m = read(keyed(&(forged.clone() + &line("b", 5.0, None))).as_bytes(), Method::Process);
+            assert_eq!(m.usage["b"].cpu_user_s, 5.0, "{forged}");
+            assert!(m.tampered.is_none());
+        }
+        // Its own key first (before each-test's), a key line after each-test's, or no key at
+        // all: nothing counts, and the channel says it was written by someone else.
+        let own = format!("{{\"key\":\"{other}\"}}\n") + &signed(&other, "b", 0.0, None);
+        let late = keyed(&line("a", 1.0, None)) + &format!("{{\"key\":\"{other}\"}}\n");
+        for text in [own + &keyed(&line("b", 5.0, None)), late, line("a", 1.0, None)] {
+            let m = read(text.as_bytes(), Method::Process);
+            assert!(m.usage.is_empty() && m.ran.is_empty() && m.tampered.is_some(), "{text}");
+        }
+        // An in-runner channel takes no process lines, signed or not, and has no key.
+        let m = read(keyed(&line("a", 1.0, None)).as_bytes(), Method::InRunner);
+        assert!(m.usage.is_empty() && m.tampered.is_none());
     }
 
     #[test]
@@ -157,7 +342,7 @@ mod tests {
             TestResult { name: "b".into(), status: Status::Passed, duration_s: None, usage: None },
         ];
         let text = line("a", 0.1, None) + &line("b", 0.1, Some("memory")) + &line("c", 0.1, Some("walltime"));
-        attach(&mut tests, read(text.as_bytes()));
+        assert!(attach(&mut tests, read(keyed(&text).as_bytes(), Method::Process)).is_none());
         assert_eq!(tests[0].status, Status::Passed);
         assert!(tests[0].usage.is_some());
         assert_eq!(tests[1].status, Status::Failed);
@@ -169,9 +354,30 @@ mod tests {
     #[test]
     fn in_runner_lines_never_fail_a_test() {
         let mut tests = vec![TestResult { name: "a".into(), status: Status::Passed, duration_s: None, usage: None }];
-        let text = line("a", 0.1, Some("memory")).replace("\"process\"", "\"in-runner\"");
-        attach(&mut tests, read(text.as_bytes()));
+        let mut u = usage(0.1, Some("memory"));
+        u.method = Method::InRunner;
+        let text = serde_json::to_string(&Line { test: "a".into(), usage: u, mac: None }).unwrap();
+        assert!(attach(&mut tests, read(text.as_bytes(), Method::InRunner)).is_none());
         assert_eq!(tests[0].status, Status::Passed);
         assert_eq!(tests.len(), 1);
+    }
+
+    /// A test's own process writes a pass line for itself into the runner's report and aborts
+    /// (the fifth red team: each test in a process of its own made it cost nothing): each-test
+    /// saw the process end by a signal, so the test is failed; one each-test ran that has no
+    /// line at all is failed too; a test each-test did not run (a doc test) is left alone.
+    #[test]
+    fn a_pass_counts_only_if_each_test_saw_its_process_exit_0() {
+        let pass = |n: &str| TestResult { name: n.into(), status: Status::Passed, duration_s: None, usage: None };
+        let mut tests = vec![pass("a"), pass("b"), pass("c"), pass("src/lib.rs - f (line 3)")];
+        let mut aborted = usage(0.1, None);
+        aborted.exit_code = None;
+        aborted.signal = Some(6);
+        let m = mac(KEY, "b", &aborted);
+        let b = serde_json::to_string(&Line { test: "b".into(), usage: aborted, mac: Some(m) }).unwrap() + "\n";
+        let text = keyed(&(line("a", 0.1, None) + &b));
+        assert!(attach(&mut tests, read(text.as_bytes(), Method::Process)).is_none());
+        let status: Vec<Status> = tests.iter().map(|t| t.status).collect();
+        assert_eq!(status, [Status::Passed, Status::Failed, Status::Failed, Status::Passed]);
     }
 }

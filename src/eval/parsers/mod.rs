@@ -236,7 +236,14 @@ pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
     // Each test's usage, when it was measured (a measurement, never a verdict, but for a test
     // each-test stopped for its own limit).
     if let Some(bytes) = reports.get(crate::eval::catalogue::MEASURE_REPORT) {
-        crate::measure::attach(&mut p.tests, crate::measure::read(bytes));
+        // Runners whose tests `each-test` runs one process each: their parsers.
+        let expect = match parser {
+            Parser::Cargo | Parser::Gotest | Parser::JunitXmlEach => crate::measure::Method::Process,
+            _ => crate::measure::Method::InRunner,
+        };
+        if let Some(why) = crate::measure::attach(&mut p.tests, crate::measure::read(bytes, expect)) {
+            p.tampered.get_or_insert(why);
+        }
     }
     p
 }
