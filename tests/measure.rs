@@ -1,11 +1,13 @@
 //! Per-test resource usage: each test of each runner measured apart (eval on the resource
 //! fixtures: a CPU burner, a 200 MiB allocator, a sleeper, an idle test, in six languages),
-//! and per-test limits that stop only the offending test. As root and as the test user.
+//! per-test limits that stop only the offending test, and the ratios to gold's usage. As root
+//! and as the test user.
 mod common;
 
 use common::eval::*;
 use common::*;
 use serde_json::Value;
+use std::process::Stdio;
 
 fn resources() -> String {
     data().join("resources").display().to_string()
@@ -114,5 +116,122 @@ fn a_test_past_its_own_limit_is_stopped_and_the_others_go_on() {
                 assert!(others.iter().all(|t| t["status"] == "passed"), "{m:?} {flag}: the others go on: {r}");
             }
         }
+    }
+}
+
+/// A ratio, or None for JSON null.
+fn ratio(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+/// Efficiency beside correctness (#24): `calibrate` keeps gold's per-test CPU and peak memory,
+/// and eval, with that calibration, puts each test's and each instance's ratio to them beside
+/// the verdict. Gold against its own calibration is about 1 (loose bounds: the machine is
+/// noisy); a correct prediction that burns 0.6 s more in every call and holds 200 MiB shows
+/// it in the burner (CPU) and the allocator (memory); the sleeper and the idle test get no CPU
+/// ratio (gold's CPU is below the floor); every verdict is `resolved` all the same. go and
+/// python in both modes; javascript (jest) as root.
+#[test]
+fn ratios_to_gold_are_reported_beside_the_verdict() {
+    let slow = data().join("predictions").join("slow").display().to_string();
+    for m in modes() {
+        let langs: Vec<&str> = if m == Mode::Root { vec!["go", "javascript", "python"] } else { vec!["go", "python"] };
+        let data = resources();
+        let dir = m.owned_dir("ratios");
+        let cal = dir.join("calibration.json");
+        let mut c = m.command();
+        c.args(["calibrate", &data, "-j", "1", "--no-stub", "-o"])
+            .arg(dir.join("runs"))
+            .arg("--calibration")
+            .arg(&cal)
+            .arg("--filter-category")
+            .args(&langs);
+        if m == Mode::User && is_root() {
+            c.args(["--root", USER_STORE]);
+        }
+        let o = c.stdin(Stdio::null()).output().unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        let c: Value = serde_json::from_str(&std::fs::read_to_string(&cal).unwrap()).unwrap();
+        for lang in &langs {
+            let e = &c["instances"][format!("{lang}/usage")];
+            assert_eq!(e["gold_tests"].as_object().map(|t| t.len()), Some(4), "{m:?} {lang}: {e}");
+            assert!(e["gold_usage"]["cpu_s"].as_f64().unwrap() > 0.3, "{m:?} {lang}: {e}");
+        }
+
+        let cal = cal.display().to_string();
+        let run = |name: &str, pred: &str| {
+            let mut a = vec![data.as_str(), "-j", "1", "-p", pred, "--calibration", &cal, "--filter-category"];
+            a.extend(&langs);
+            let r = eval_in(m, &m.owned_dir(name).join("out"), &a);
+            assert_eq!(code(&r.out), 0, "{m:?} {pred}: {}\n{}", stdout(&r.out), stderr(&r.out));
+            r
+        };
+        let gold = run("ratios-gold", "gold");
+        let slower = run("ratios-slow", &slow);
+        for lang in &langs {
+            let id = format!("{lang}/usage");
+            let (g, s) = (gold.result(&id), slower.result(&id));
+            // The verdict is the same as without the ratios.
+            assert!(g["verdict"] == "resolved" && s["verdict"] == "resolved", "{m:?} {id}: {g}\n{s}");
+            let show = |r: &Value| {
+                let w = |word| {
+                    let u = usage_of(r, word);
+                    format!("{:?}/{:?}", ratio(&u["cpu_vs_gold"]), ratio(&u["memory_vs_gold"]))
+                };
+                format!(
+                    "burner {} allocator {} sleeper {} idle {}; instance {}",
+                    w("burnscpu"),
+                    w("allocatesmemory"),
+                    w("sleeps"),
+                    w("doesnothing"),
+                    r["vs_gold"]
+                )
+            };
+            eprintln!("{m:?} {id} gold: {}", show(&g));
+            eprintln!("{m:?} {id} slow: {}", show(&s));
+            let near_one = |x: Option<f64>| x.is_some_and(|x| (0.7..=1.4).contains(&x));
+            assert!(near_one(ratio(&usage_of(&g, "burnscpu")["cpu_vs_gold"])), "{m:?} {id}: {}", show(&g));
+            assert!(near_one(ratio(&usage_of(&g, "allocatesmemory")["memory_vs_gold"])), "{m:?} {id}: {}", show(&g));
+            assert!(
+                near_one(ratio(&g["vs_gold"]["cpu"])) && near_one(ratio(&g["vs_gold"]["memory"])),
+                "{m:?} {id}: {g}"
+            );
+            assert_eq!(g["vs_gold"]["tests"], 4, "{m:?} {id}: {g}");
+            assert!(ratio(&usage_of(&s, "burnscpu")["cpu_vs_gold"]).unwrap() >= 2.0, "{m:?} {id}: {}", show(&s));
+            assert!(
+                ratio(&usage_of(&s, "allocatesmemory")["memory_vs_gold"]).unwrap() >= 1.5,
+                "{m:?} {id}: {}",
+                show(&s)
+            );
+            assert!(
+                ratio(&s["vs_gold"]["cpu"]).unwrap() >= 2.0 && ratio(&s["vs_gold"]["memory"]).unwrap() >= 1.5,
+                "{m:?} {id}: {s}"
+            );
+            for r in [&g, &s] {
+                for word in ["sleeps", "doesnothing"] {
+                    let u = usage_of(r, word);
+                    assert!(u["cpu_vs_gold"].is_null() && u["memory_vs_gold"].is_number(), "{m:?} {id} {word}: {u}");
+                }
+            }
+        }
+        // In the reports: report.json's distribution and largest ratios, junit.xml's
+        // properties, the summary's line.
+        let rep = slower.report();
+        let v = &rep["vs_gold"];
+        assert_eq!(v["instances"]["compared"], langs.len(), "{m:?}: {v}");
+        assert!(
+            v["tests"]["cpu"]["max"].as_f64().unwrap() >= 2.0 && v["tests"]["memory"]["median"].is_number(),
+            "{m:?}: {v}"
+        );
+        assert_eq!(v["largest_cpu_tests"][0]["cpu_vs_gold"], v["tests"]["cpu"]["max"], "{m:?}: {v}");
+        assert!(v["largest_cpu_instances"][0]["cpu"].as_f64().unwrap() >= 2.0, "{m:?}: {v}");
+        let junit = std::fs::read_to_string(slower.dir.join("junit.xml")).unwrap();
+        assert!(
+            junit.contains("<property name=\"cpu_vs_gold\"") && junit.contains("<property name=\"memory_vs_gold\""),
+            "{junit}"
+        );
+        let summary = stdout(&slower.out);
+        assert!(summary.contains("vs gold: median CPU ") && summary.contains("largest CPU vs gold: "), "{summary}");
+        eprintln!("{m:?} summary:\n{summary}{m:?} gold's:\n{}", stdout(&gold.out));
     }
 }

@@ -88,6 +88,13 @@ pub fn calibration_for(
     if c.dataset != o.dataset.to_string_lossy() {
         eprintln!("polysandbox: note: calibration {} was made for {}", path.display(), c.dataset);
     }
+    // A calibration made before gold's usage was kept: it grades as before; no ratios to gold.
+    if !c.instances.is_empty() && c.instances.values().all(|e| e.gold_usage.is_none()) {
+        eprintln!(
+            "polysandbox: note: calibration {} holds no usage of gold's (made by an older polysandbox): no ratios to gold; calibrate again for them",
+            path.display()
+        );
+    }
     let fails = c.instances.values().filter(|e| !e.gold_passes).count();
     eprintln!(
         "polysandbox: calibration {} ({} instances, {} runs; gold fails {fails} here)",

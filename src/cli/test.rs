@@ -302,7 +302,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
         let tests: Vec<&crate::eval::parsers::TestResult> = o.tests.iter().collect();
         let x = format!(
             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"polysandbox test\">\n{}</testsuites>\n",
-            crate::eval::report::test_suite(&p.name, &p.name, &tests)
+            crate::eval::report::test_suite(&p.name, &p.name, &tests, &[])
         );
         std::fs::write(path, x).map_err(|e| format!("{}: {e}", path.display()))?;
     }

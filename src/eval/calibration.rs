@@ -4,7 +4,9 @@
 //! `polysandbox calibrate` runs the gold solution N times and the stub once, and keeps per
 //! instance: whether gold passes, which tests it passes in every run (the set a prediction
 //! must pass, by name), which tests differ across runs (flaky: left out of grading), the
-//! cause when gold fails, and measured wall, CPU and peak memory (for scheduling).
+//! cause when gold fails, and measured wall, CPU and peak memory (for scheduling); and gold's
+//! usage, of the whole run and of each test it passes, that eval's ratios to gold divide by
+//! (see vs_gold.rs).
 
 use super::parsers::Status;
 use super::{InstanceResult, Verdict};
@@ -12,6 +14,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+/// The calibration file's format. Fields added since (gold's usage) are optional, so a file
+/// written before them still loads (eval then has nothing to divide by, and says so once); the
+/// number changes only for a change an older file cannot be read under.
 pub const FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -59,6 +64,74 @@ pub struct Entry {
     /// Planted controls changed a test gold passes without them: eval plants none here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub control_sensitive: bool,
+    /// Gold's whole runs, for the ratios to gold (absent in calibrations made before them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gold_usage: Option<GoldUsage>,
+    /// Gold's usage of each test it passed in every run, by name (absent without per-test
+    /// measurement).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub gold_tests: BTreeMap<String, GoldTest>,
+}
+
+/// What gold's runs used, robust over them: the lowest CPU and wall time of the runs (what
+/// disturbs a run, a neighbour's load or a cold cache, only ever adds to them, so the lowest is
+/// the closest to the solution's own cost), and the highest peak memory (a peak is what the
+/// solution can reach; a run that reached less was lucky in when its garbage was collected, and
+/// admission counts the highest too).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GoldUsage {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub memory_peak_bytes: u64,
+}
+
+/// Gold's usage of one test over its runs (as [`GoldUsage`]: lowest CPU and wall, highest peak),
+/// and how it was measured: a prediction's test is compared with it only when measured the same
+/// way.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GoldTest {
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub memory_peak_bytes: u64,
+    pub method: crate::measure::Method,
+    /// What the peak is (`maxrss`, `vmhwm`, `vmhwm-unreset`): see [`crate::measure::TestUsage`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+}
+
+/// Gold's usage over its runs: the whole runs' (those that ran), and each test's that gold
+/// passed in every run and that every run measured the same way.
+fn gold_usage(gold: &[(InstanceResult, String)], passed: &[String]) -> (Option<GoldUsage>, BTreeMap<String, GoldTest>) {
+    let ran: Vec<&InstanceResult> = gold.iter().map(|(r, _)| r).filter(|r| r.attempts > 0 && r.wall_s > 0.0).collect();
+    let low = |v: &mut dyn Iterator<Item = f64>| v.fold(f64::INFINITY, f64::min);
+    let run = (!ran.is_empty()).then(|| GoldUsage {
+        wall_s: low(&mut ran.iter().map(|r| r.wall_s)),
+        cpu_s: low(&mut ran.iter().map(|r| r.cpu_s)),
+        memory_peak_bytes: ran.iter().map(|r| r.memory_peak_bytes).max().unwrap_or(0),
+    });
+    let mut tests = BTreeMap::new();
+    for name in passed {
+        let usages: Vec<&crate::measure::TestUsage> = gold
+            .iter()
+            .map(|(r, _)| r.tests.iter().rev().find(|t| &t.name == name).and_then(|t| t.usage.as_ref()))
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        let Some(first) = usages.first() else { continue };
+        if usages.iter().any(|u| u.method != first.method || u.memory != first.memory || u.stopped_by.is_some()) {
+            continue;
+        }
+        tests.insert(
+            name.clone(),
+            GoldTest {
+                wall_s: low(&mut usages.iter().map(|u| u.wall_s)),
+                cpu_s: low(&mut usages.iter().map(|u| u.cpu_s())),
+                memory_peak_bytes: usages.iter().map(|u| u.memory_peak_bytes).max().unwrap_or(0),
+                method: first.method,
+                memory: first.memory.clone(),
+            },
+        );
+    }
+    (run, tests)
 }
 
 /// Where a dataset's calibration is kept by default: beside the image store, named by the
@@ -224,6 +297,7 @@ pub fn entry(
                 .any(|t| v.tests.iter().rev().find(|x| &x.name == t).map(|x| x.status) != Some(Status::Passed))
     });
     let max = |f: &dyn Fn(&InstanceResult) -> f64| gold.iter().map(|(r, _)| f(r)).fold(0.0, f64::max);
+    let (gold_usage, gold_tests) = gold_usage(gold, &tests);
     Entry {
         image: first.image.clone(),
         image_digest: first.image_digest.clone(),
@@ -239,6 +313,8 @@ pub fn entry(
         memory_peak_bytes_max: gold.iter().map(|(r, _)| r.memory_peak_bytes).max().unwrap_or(0),
         controls,
         control_sensitive,
+        gold_usage,
+        gold_tests,
     }
 }
 
@@ -321,6 +397,43 @@ mod tests {
             "missing dependency: H.java:1: error: package io.reactivex does not exist"
         );
         assert_eq!(e.stub, Some(Verdict::Resolved));
+    }
+
+    #[test]
+    fn gold_usage_is_the_lowest_cpu_and_the_highest_peak_of_the_runs() {
+        use crate::measure::{Method, TestUsage};
+        let u = |cpu: f64, peak: u64| TestUsage {
+            wall_s: cpu * 2.0,
+            cpu_user_s: cpu,
+            cpu_system_s: 0.01,
+            memory_peak_bytes: peak,
+            method: Method::InRunner,
+            memory: Some("vmhwm".into()),
+            stopped_by: None,
+            cpu_vs_gold: None,
+            memory_vs_gold: None,
+            exit_code: None,
+            signal: None,
+        };
+        let mut a = run(Verdict::Resolved, &[("burn", Status::Passed), ("idle", Status::Passed)], None);
+        let mut b = a.clone();
+        a.tests[0].usage = Some(u(0.35, 100));
+        b.tests[0].usage = Some(u(0.30, 120));
+        a.tests[1].usage = Some(u(0.001, 10));
+        (b.wall_s, b.cpu_s, b.memory_peak_bytes) = (0.8, 0.7, 2000);
+        let e = entry(&[(a, String::new()), (b, String::new())], None, None);
+        let g = e.gold_usage.clone().unwrap();
+        assert_eq!((g.wall_s, g.cpu_s, g.memory_peak_bytes), (0.8, 0.5, 2000));
+        let burn = &e.gold_tests["burn"];
+        assert!((burn.cpu_s - 0.31).abs() < 1e-9 && burn.memory_peak_bytes == 120 && burn.method == Method::InRunner);
+        // Measured in one run only: not kept.
+        assert!(!e.gold_tests.contains_key("idle"));
+        // A calibration written before these fields loads, without them.
+        let mut old = serde_json::to_value(&e).unwrap();
+        let o = old.as_object_mut().unwrap();
+        assert!(o.remove("gold_usage").is_some() && o.remove("gold_tests").is_some());
+        let back: Entry = serde_json::from_value(old).unwrap();
+        assert!(back.gold_usage.is_none() && back.gold_tests.is_empty());
     }
 
     #[test]

@@ -28,6 +28,7 @@ pub mod result;
 pub mod scheduler;
 pub mod tamper;
 pub mod verdict;
+pub mod vs_gold;
 
 pub use options::{ControlMode, Options, ReportFormat};
 pub use result::{clean, Grade, InstanceResult, Verdict};

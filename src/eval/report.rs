@@ -84,6 +84,7 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
         }),
     );
     m.insert("per_test".into(), per_test(results));
+    m.insert("vs_gold".into(), vs_gold(results));
     // What the score is over, and what to run again.
     m.insert("admitted".into(), json!(results.iter().filter(|r| r.scored()).count()));
     m.insert("excluded_ids".into(), json!(ids(results, |r| r.excluded)));
@@ -160,6 +161,66 @@ fn per_test(results: &[InstanceResult]) -> Value {
     })
 }
 
+/// Ratios' distribution: nearest-rank median and 90th percentile, the extremes, how many.
+fn ratios(mut v: Vec<f64>) -> Value {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return Value::Null;
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let at = |q: f64| v[((q * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+    json!({"median": at(0.5), "p90": at(0.9), "min": v[0], "max": v[v.len() - 1], "n": v.len()})
+}
+
+/// Each compared test's (instance, test, CPU ratio, memory ratio).
+fn test_ratios(results: &[InstanceResult]) -> Vec<(&str, &str, Option<f64>, Option<f64>)> {
+    measured_tests(results)
+        .into_iter()
+        .filter(|(_, _, u)| u.cpu_vs_gold.is_some() || u.memory_vs_gold.is_some())
+        .map(|(i, t, u)| (i, t, u.cpu_vs_gold, u.memory_vs_gold))
+        .collect()
+}
+
+/// The instances with an instance-level ratio `f`, largest first.
+fn largest_instances(
+    results: &[InstanceResult],
+    f: impl Fn(&super::vs_gold::VsGold) -> Option<f64>,
+) -> Vec<(&str, f64)> {
+    let mut v: Vec<(&str, f64)> =
+        results.iter().filter_map(|r| r.vs_gold.as_ref().and_then(&f).map(|x| (r.instance_id.as_str(), x))).collect();
+    v.sort_by(|a, b| b.1.partial_cmp(&a.1).unwrap_or(std::cmp::Ordering::Equal));
+    v
+}
+
+/// report.json's `vs_gold`: the ratios to gold's usage (see vs_gold.rs), per test and per
+/// instance, their distribution, and the largest CPU ratios.
+fn vs_gold(results: &[InstanceResult]) -> Value {
+    let tests = test_ratios(results);
+    let inst: Vec<&super::vs_gold::VsGold> = results.iter().filter_map(|r| r.vs_gold.as_ref()).collect();
+    let mut by_cpu: Vec<_> = tests.iter().filter_map(|(i, t, c, _)| c.map(|c| (*i, *t, c))).collect();
+    by_cpu.sort_by(|a, b| b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal));
+    let of = |f: &dyn Fn(&super::vs_gold::VsGold) -> Option<f64>| ratios(inst.iter().filter_map(|v| f(v)).collect());
+    json!({
+        "cpu_floor_s": super::vs_gold::CPU_FLOOR_S,
+        "tests": {
+            "compared": tests.len(),
+            "cpu": ratios(tests.iter().filter_map(|x| x.2).collect()),
+            "memory": ratios(tests.iter().filter_map(|x| x.3).collect()),
+        },
+        "instances": {
+            "compared": inst.len(),
+            "cpu": of(&|v| v.cpu),
+            "memory": of(&|v| v.memory),
+            "wall": of(&|v| v.wall),
+            "run_cpu": of(&|v| v.run_cpu),
+            "run_memory": of(&|v| v.run_memory),
+            "run_wall": of(&|v| v.run_wall),
+        },
+        "largest_cpu_tests": by_cpu.iter().take(10).map(|(i, t, c)| json!({"instance_id": i, "test": t, "cpu_vs_gold": c})).collect::<Vec<_>>(),
+        "largest_cpu_instances": largest_instances(results, |v| v.cpu).into_iter().take(10).map(|(i, c)| json!({"instance_id": i, "cpu": c})).collect::<Vec<_>>(),
+    })
+}
+
 fn esc(s: &str) -> String {
     s.chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
@@ -211,14 +272,25 @@ pub fn junit(results: &[InstanceResult]) -> String {
     // time and, as properties, its CPU, peak memory and how they were measured.
     for r in results.iter().filter(|r| r.tests.iter().any(|t| t.usage.is_some())) {
         let tests: Vec<_> = r.tests.iter().filter(|t| t.usage.is_some()).collect();
-        x += &test_suite(&format!("{} tests", r.instance_id), &r.instance_id, &tests);
+        // The instance's ratios to gold, where there are some.
+        let v = r.vs_gold.clone().unwrap_or_default();
+        let props: Vec<(&str, f64)> = [("cpu_vs_gold", v.cpu), ("memory_vs_gold", v.memory), ("wall_vs_gold", v.wall)]
+            .into_iter()
+            .filter_map(|(k, x)| x.map(|x| (k, x)))
+            .collect();
+        x += &test_suite(&format!("{} tests", r.instance_id), &r.instance_id, &tests, &props);
     }
     x + "</testsuites>\n"
 }
 
 /// A JUnit testsuite of test cases, each with its wall time and, where it was measured, its
 /// CPU, peak memory and how they were measured as properties (eval's junit.xml, `test --junit`).
-pub fn test_suite(name: &str, classname: &str, tests: &[&crate::eval::parsers::TestResult]) -> String {
+pub fn test_suite(
+    name: &str,
+    classname: &str,
+    tests: &[&crate::eval::parsers::TestResult],
+    props: &[(&str, f64)],
+) -> String {
     let failed = tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count();
     let skipped = tests.iter().filter(|t| t.status == Status::Skipped).count();
     let time: f64 = tests.iter().map(|t| t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0)).sum();
@@ -227,6 +299,13 @@ pub fn test_suite(name: &str, classname: &str, tests: &[&crate::eval::parsers::T
         esc(name),
         tests.len()
     );
+    if !props.is_empty() {
+        x += "    <properties>\n";
+        for (k, v) in props {
+            x += &format!("      <property name=\"{k}\" value=\"{v:.3}\"/>\n");
+        }
+        x += "    </properties>\n";
+    }
     for t in tests {
         let wall = t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0);
         x += &format!("    <testcase classname=\"{}\" name=\"{}\" time=\"{wall:.3}\">\n", esc(classname), esc(&t.name));
@@ -354,6 +433,33 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
             t += &format!("  stopped by a per-test limit: {}\n", stopped.join(", "));
         }
     }
+    t += &vs_gold_lines(results);
+    t
+}
+
+/// The summary's lines on the ratios to gold: the instances' median and largest CPU and memory
+/// ratios, then the tests with the largest CPU ratio.
+fn vs_gold_lines(results: &[InstanceResult]) -> String {
+    let median = |v: Vec<(&str, f64)>| ratios(v.into_iter().map(|x| x.1).collect())["median"].as_f64();
+    let cpu = largest_instances(results, |v| v.cpu);
+    let mem = largest_instances(results, |v| v.memory);
+    let mut parts = vec![];
+    if let (Some((id, top)), Some(m)) = (cpu.first().copied(), median(cpu.clone())) {
+        parts.push(format!("median CPU {m:.2}x, slowest {id} {top:.2}x"));
+    }
+    if let (Some((id, top)), Some(m)) = (mem.first().copied(), median(mem.clone())) {
+        parts.push(format!("median memory {m:.2}x, largest {id} {top:.2}x"));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    let mut t = format!("vs gold: {}\n", parts.join("; "));
+    let mut tests: Vec<_> = test_ratios(results).into_iter().filter_map(|(i, n, c, _)| c.map(|c| (i, n, c))).collect();
+    tests.sort_by(|a, b| b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal));
+    if !tests.is_empty() {
+        let top: Vec<String> = tests.iter().take(3).map(|(i, n, c)| format!("{i} {n} ({c:.2}x)")).collect();
+        t += &format!("  largest CPU vs gold: {}\n", top.join(", "));
+    }
     t
 }
 
@@ -451,6 +557,61 @@ mod tests {
         assert!(x.contains(r#"<error message="error" type="error"/>"#), "{x}");
         assert!(x.contains(r#"<skipped message="empty_patch"/>"#), "{x}");
         assert!(x.contains(r#"<failure message="timeout" type="timeout"/>"#), "{x}");
+    }
+
+    #[test]
+    fn ratios_to_gold_are_in_every_report() {
+        use crate::eval::parsers::TestResult;
+        use crate::eval::vs_gold::VsGold;
+        use crate::measure::{Method, TestUsage};
+        let t = |name: &str, cpu: Option<f64>, mem: Option<f64>| TestResult {
+            name: name.into(),
+            status: Status::Passed,
+            duration_s: None,
+            usage: Some(TestUsage {
+                wall_s: 1.0,
+                cpu_user_s: 1.0,
+                cpu_system_s: 0.0,
+                memory_peak_bytes: 1,
+                method: Method::Process,
+                memory: None,
+                stopped_by: None,
+                cpu_vs_gold: cpu,
+                memory_vs_gold: mem,
+                exit_code: None,
+                signal: None,
+            }),
+        };
+        let mut slow = result("python/slow", "python", Verdict::Resolved);
+        slow.tests = vec![t("test_burn", Some(21.3), Some(1.0)), t("test_idle", None, Some(1.1))];
+        slow.vs_gold =
+            Some(VsGold { cpu: Some(20.0), memory: Some(1.1), wall: Some(5.0), tests: 2, ..Default::default() });
+        let mut same = result("go/same", "go", Verdict::Resolved);
+        same.tests = vec![t("TestA", Some(1.02), Some(0.9))];
+        same.vs_gold = Some(VsGold { cpu: Some(1.02), memory: Some(0.9), wall: None, tests: 1, ..Default::default() });
+        let rs = vec![same, slow, result("plain", "go", Verdict::Resolved)];
+        let s = summary(&rs, Duration::ZERO);
+        let v = &s["vs_gold"];
+        assert_eq!(v["tests"]["compared"], json!(3), "{v}");
+        assert_eq!(v["tests"]["cpu"]["max"], json!(21.3), "{v}");
+        assert_eq!(v["tests"]["cpu"]["n"], json!(2), "{v}");
+        assert_eq!(v["instances"]["compared"], json!(2), "{v}");
+        assert_eq!(v["instances"]["cpu"]["median"], json!(20.0), "{v}");
+        assert_eq!(
+            v["largest_cpu_tests"][0],
+            json!({"instance_id": "python/slow", "test": "test_burn", "cpu_vs_gold": 21.3})
+        );
+        assert_eq!(v["largest_cpu_instances"][0], json!({"instance_id": "python/slow", "cpu": 20.0}));
+        let x = junit(&rs);
+        assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
+        assert!(x.contains("<testsuite name=\"python/slow tests\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"2.000\">\n    <properties>\n      <property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
+        let t = table(&rs, Duration::ZERO);
+        assert!(t.contains("vs gold: median CPU 20.00x, slowest python/slow 20.00x; median memory 1.10x, largest python/slow 1.10x\n"), "{t}");
+        assert!(t.contains("  largest CPU vs gold: python/slow test_burn (21.30x), go/same TestA (1.02x)\n"), "{t}");
+        // None compared: no line, and nulls in report.json.
+        let plain = [result("plain", "go", Verdict::Resolved)];
+        assert!(!table(&plain, Duration::ZERO).contains("vs gold"));
+        assert_eq!(summary(&plain, Duration::ZERO)["vs_gold"]["tests"]["cpu"], Value::Null);
     }
 
     #[test]

@@ -121,6 +121,10 @@ pub struct InstanceResult {
     /// Multi-SWE-bench record's `fix_patch_result`): every test's status compared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub record_check: Option<RecordCheck>,
+    /// Its usage as ratios to gold's in the calibration (its tests' and its whole run's; each
+    /// test's own in `tests[].usage`): measurements beside the verdict, never part of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_gold: Option<super::vs_gold::VsGold>,
 }
 
 /// A run's per-test statuses against the ones the dataset records for the same patch.
@@ -186,6 +190,7 @@ impl InstanceResult {
             after_prediction: false,
             tampering: vec![],
             record_check: None,
+            vs_gold: None,
         }
     }
 }

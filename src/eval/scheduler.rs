@@ -404,6 +404,8 @@ pub fn run(
                     r.verdict = Verdict::Error;
                     r.reason = Some("the sandbox was stopped by a signal eval did not send".into());
                 }
+                // Its usage against gold's: measurements beside the verdict, decided above.
+                super::vs_gold::fill(&mut r, job.cal.as_ref());
                 // An instance cut short by Ctrl-C is not recorded: --resume runs it again.
                 if r.verdict != Verdict::Interrupted && !INTERRUPTED.load(Ordering::SeqCst) {
                     let _ = tx.send(r);

@@ -72,7 +72,9 @@ pub struct TestUsage {
     /// The per-test limit it was stopped for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<Limit>,
-    /// Ratios to the reference solution's run of the same test (calibration), CPU and memory.
+    /// Ratios to the reference solution's run of the same test (the calibration's), CPU and
+    /// peak memory: this test's over gold's, when both were measured the same way and the test
+    /// passed; CPU only above a floor of gold's CPU (see eval's vs_gold.rs). Filled by eval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu_vs_gold: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,7 +212,9 @@ pub fn read(bytes: &[u8], expect: Method) -> Measured {
                 m.unclean.insert(l.test.clone());
             }
         }
-        m.usage.entry(l.test).or_insert(l.usage);
+        // The ratios to gold are the host's to fill (eval's vs_gold.rs), never the channel's.
+        let usage = TestUsage { cpu_vs_gold: None, memory_vs_gold: None, ..l.usage };
+        m.usage.entry(l.test).or_insert(usage);
     }
     if expect != Method::InRunner && !bytes.iter().all(|b| b.is_ascii_whitespace()) {
         if !first_is_key || keys != 1 {
