@@ -89,6 +89,11 @@ impl TestUsage {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Line {
     pub test: String,
+    /// The same test's name in another form a parser of the same runner's output may give it:
+    /// pytest's node id (`tests/test_x.py::test_y`, what the repository runner's `-rA` summary
+    /// names) beside the JUnit XML name in `test` (`tests.test_x.test_y`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
     #[serde(flatten)]
     pub usage: TestUsage,
 }
@@ -96,8 +101,8 @@ pub struct Line {
 /// The most lines read: a runner of more tests than that gets no numbers past it.
 const MAX_LINES: usize = 200_000;
 
-/// The channel's lines, by test name: the first line for a name is kept (a second one is not
-/// the measurer's: each test runs once).
+/// The channel's lines, by test name (and by its alias too, when it has one): the first line
+/// for a name is kept (a second one is not the measurer's: each test runs once).
 pub fn read(bytes: &[u8]) -> BTreeMap<String, TestUsage> {
     let mut out = BTreeMap::new();
     for line in bytes.split(|b| *b == b'\n').take(MAX_LINES) {
@@ -105,6 +110,9 @@ pub fn read(bytes: &[u8]) -> BTreeMap<String, TestUsage> {
         let finite =
             [l.usage.wall_s, l.usage.cpu_user_s, l.usage.cpu_system_s].iter().all(|v| v.is_finite() && *v >= 0.0);
         if finite && !l.test.is_empty() {
+            if let Some(alias) = l.alias.filter(|a| !a.is_empty() && *a != l.test) {
+                out.entry(alias).or_insert_with(|| l.usage.clone());
+            }
             out.entry(l.test).or_insert(l.usage);
         }
     }
@@ -148,6 +156,24 @@ mod tests {
         let m = read(text.as_bytes());
         assert_eq!(m.len(), 1);
         assert_eq!(m["a"].cpu_user_s, 0.3);
+    }
+
+    #[test]
+    fn a_line_is_found_by_its_alias_too() {
+        // pytest's plugin: the JUnit name, and the node id the repository runner's parser gives.
+        let text = "{\"test\":\"tests.test_x.test_a\",\"alias\":\"tests/test_x.py::test_a\",\"wall_s\":1.0,\"cpu_user_s\":0.3,\"cpu_system_s\":0.0,\"memory_peak_bytes\":10,\"method\":\"in-runner\"}\n";
+        let mut tests = vec![
+            TestResult {
+                name: "tests/test_x.py::test_a".into(),
+                status: Status::Passed,
+                duration_s: None,
+                usage: None,
+            },
+            TestResult { name: "tests.test_x.test_a".into(), status: Status::Passed, duration_s: None, usage: None },
+        ];
+        attach(&mut tests, read(text.as_bytes()));
+        assert!(tests.iter().all(|t| t.usage.as_ref().is_some_and(|u| u.cpu_user_s == 0.3)), "{tests:?}");
+        assert_eq!(tests.len(), 2);
     }
 
     #[test]
