@@ -4,11 +4,14 @@
 # hierarchy and a subtree delegated to the unprivileged user as systemd delegates
 # user@UID.service (by default: the v1/v2 hybrid layout of this host is covered by the x86_64
 # suites, and CI has no room for a second emulated boot), or with the hybrid layout on request.
-# In each boot the suite runs as root and as psbtest (the suite does both).
+# In each boot the suite runs as root and as psbtest (the suite does both). The v2 boot also
+# pulls a multi-arch image, evaluates the python fixture (gold and stub) and checks the
+# per-test usage of the resource fixture's python tests (as root).
 # As root, from a checkout:   bash .ci/arm64-vm.sh [LAYOUT...]   (hybrid and/or v2; default: v2)
 # Env: WORKDIR (default .cache/arm64; the rootfs and kernel are kept there as a cache),
 # LEAK_RUNS (POLYSANDBOX_LEAK_RUNS in the VM, default 100), TEST_THREADS (4), VM_TIMEOUT (900 s
-# a boot), CPU (max,pauth-impdef=on: about 3x faster under TCG than plain max).
+# a boot), CPU (max,pauth-impdef=on: about 3x faster under TCG than plain max), SUITES (the test
+# suites run in the VM, default "sandbox host_safety"; empty: only the pull and the evals).
 # Prints the suite's own `cargo test` lines; exits 0 only if every boot's suite passed.
 # Leaves binfmt_misc mounted with qemu-aarch64 registered (the arm64 rootfs's maintainer
 # scripts run through it).
@@ -44,7 +47,7 @@ update-binfmts --enable qemu-aarch64 2>/dev/null || true
 if [ -z "$PREPARE" ]; then
 phase "arm64 build: polysandbox and the sandbox test binary (static, non-PIE on aarch64)"
 cargo build --release --quiet --target aarch64-unknown-linux-gnu
-SUITES="sandbox host_safety"
+SUITES=${SUITES-sandbox host_safety}
 TESTBINS=()
 for suite in $SUITES; do
   t=$(cargo test --release --target aarch64-unknown-linux-gnu --no-run --test "$suite" 2>&1 |
@@ -133,7 +136,7 @@ cp "$W/kernel/boot/vmlinuz-$KVER" "$W/vmlinuz"
 
 phase "stage the checkout's paths (CARGO_MANIFEST_DIR and CARGO_BIN_EXE_polysandbox are absolute)"
 R="$W/root"
-rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures" "$R/$(dirname "${TESTBINS[0]}")"
+rm -rf "${R:?}/${REPO#/}"; mkdir -p "$R/$REPO/rootfs" "$R/$REPO/tests/fixtures"
 cp rootfs/busybox.sh "$R/$REPO/rootfs/"
 cp tests/fixtures/probe.c "$R/$REPO/tests/fixtures/"
 cp -r tests/fixtures/eval "$R/$REPO/tests/fixtures/"
@@ -146,7 +149,33 @@ for line in "${IMAGES[@]}"; do
 done
 mkdir -p "$R/$REPO/target/aarch64-unknown-linux-gnu/release"
 cp target/aarch64-unknown-linux-gnu/release/polysandbox "$R/$REPO/target/aarch64-unknown-linux-gnu/release/"
-for t in "${TESTBINS[@]}"; do cp "$t" "$R/$t"; done
+for t in "${TESTBINS[@]}"; do mkdir -p "$R/$(dirname "$t")"; cp "$t" "$R/$t"; done
+# The per-test usage check of the resource fixture's eval in the VM (busybox awk, on junit.xml:
+# the rootfs's python is the minimal one, without json).
+cat > "$R/usage-check.awk" <<'AWK'
+# Each test of python/usage measured in-runner; the burner charged with its 0.3 s of CPU, loosely
+# (the pytest plugin's own work in the test's span is emulated too), the sleeper and the idle
+# test with none of it; the allocator's peak at least 200 MiB; the sleeper's wall at least 0.5 s.
+# The allocator's CPU is not bounded: its page faults cost many times their native time here.
+function attr(k) {
+  if (!match($0, k "=\"[^\"]*\"")) return ""
+  return substr($0, RSTART + length(k) + 2, RLENGTH - length(k) - 3)
+}
+/<testcase / { inst = attr("classname"); name = attr(" name"); wall = attr(" time") + 0; cpu = 0; peak = -1; how = "" }
+/<property name="cpu_user_s"/ || /<property name="cpu_system_s"/ { cpu += attr("value") }
+/<property name="memory_peak_bytes"/ { peak = attr("value") + 0 }
+/<property name="measured_by"/ { how = attr("value") }
+/<\/testcase>/ && inst == "python/usage" {
+  n++
+  printf "PSVM: usage %s: cpu %.3f s, peak %d MiB, wall %.3f s, %s\n", name, cpu, peak / 1048576, wall, how
+  if (how != "in-runner") { print "PSVM: usage: " name " not measured in-runner"; bad = 1 }
+  if (name ~ /burns_cpu/) { burner = 1; if (cpu < 0.25 || cpu > 0.6) { print "PSVM: usage: the burner's cpu is not about 0.3 s"; bad = 1 } }
+  if (name ~ /sleeps/ && wall < 0.5) { print "PSVM: usage: the sleeper's wall under 0.5 s"; bad = 1 }
+  if ((name ~ /sleeps/ || name ~ /does_nothing/) && cpu >= 0.1) { print "PSVM: usage: " name " charged with the burner's work"; bad = 1 }
+  if (name ~ /allocates_memory/ && peak < 200 * 1048576) { print "PSVM: usage: the allocator's peak under 200 MiB"; bad = 1 }
+}
+END { if (n != 4 || !burner) { print "PSVM: usage: " n " tests of python/usage measured, not 4"; bad = 1 } exit bad }
+AWK
 cat > "$R/psinit" <<EOF
 #!/bin/sh
 # PID 1 of the VM: the mounts a host has, the cgroup layout the kernel command line names
@@ -214,6 +243,13 @@ if [ \$layout = v2 ]; then
     if [ \$p = gold ] && { [ "\$total" -lt 1 ] || [ "\$resolved" != "\$total" ]; }; then rc=1; fi
     if [ \$p = stub ] && [ "\$resolved" != 0 ]; then rc=1; fi
   done
+  # Per-test usage on this kernel (the resource fixture's python exercise, four tests): each
+  # measured, the burner the one charged with its CPU (/usage-check.awk).
+  \$BIN eval tests/fixtures/eval/resources --predictions gold --filter-category python --no-calibration \
+    -o /tmp/eval-usage > /tmp/eval-usage.out 2>&1 || { cat /tmp/eval-usage.out; rc=1; }
+  n=\$(grep -c '"verdict":"resolved"' /tmp/eval-usage/results.jsonl)
+  echo "PSVM: eval usage: \$n resolved of 1"; [ "\$n" = 1 ] || rc=1
+  busybox awk -f /usage-check.awk /tmp/eval-usage/junit.xml || rc=1
 fi
 echo "PSVM: suite exit \$rc, uptime \$(cut -d' ' -f1 /proc/uptime) s"
 sync; busybox poweroff -f

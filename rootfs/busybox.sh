@@ -12,6 +12,7 @@ busybox=${BUSYBOX:-/bin/busybox}
 [ -e "$dest" ] && exit 0
 [ -x "$busybox" ] || { echo "rootfs/busybox.sh: $busybox not found (apt-get install busybox-static)" >&2; exit 1; }
 file -L "$busybox" 2>/dev/null | grep -q 'statically linked' || { echo "rootfs/busybox.sh: $busybox is not static (install busybox-static)" >&2; exit 1; }
+mkdir -p "$(dirname "$dest")"
 tmp=$(mktemp -d "$(dirname "$dest")/.busybox.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$tmp/bin" "$tmp/etc" "$tmp/proc" "$tmp/dev" "$tmp/sys" "$tmp/tmp" "$tmp/root" "$tmp/mnt"

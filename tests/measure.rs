@@ -27,6 +27,37 @@ fn cpu(u: &Value) -> f64 {
     u["cpu_user_s"].as_f64().unwrap() + u["cpu_system_s"].as_f64().unwrap()
 }
 
+/// The four resource tests of one result each measured, by `method`, and apart: the burner's
+/// CPU within 10% (plus 10 ms) of its 0.3 s, none of the others charged with it, the
+/// allocator's peak at least 200 MiB, the sleeper's wall at least 0.5 s with next to no CPU.
+/// The JVM's process CPU includes its JIT compiler threads (README: per-test usage): `jvm`
+/// loosens what it adds. Returns the burner's CPU.
+fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 {
+    let tests = r["tests"].as_array().unwrap();
+    assert!(tests.iter().all(|t| t["usage"].is_object()), "{what}: every test measured: {r}");
+    let (burn, alloc, sleep, idle) =
+        (usage_of(r, "burnscpu"), usage_of(r, "allocatesmemory"), usage_of(r, "sleeps"), usage_of(r, "doesnothing"));
+    for u in [burn, alloc, sleep, idle] {
+        assert_eq!(u["method"], method, "{what}: {r}");
+    }
+    let slack = if jvm { 0.15 } else { 0.03 + 0.01 };
+    let c = cpu(burn);
+    assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{what}: burner cpu {c}: {r}");
+    for other in [alloc, sleep, idle] {
+        assert!(cpu(other) < 0.15, "{what}: charged with the burner's work: {r}");
+    }
+    let peak = alloc["memory_peak_bytes"].as_u64().unwrap();
+    let idle_peak = idle["memory_peak_bytes"].as_u64().unwrap();
+    assert!(peak >= 200 << 20, "{what}: allocator peak {peak}");
+    if method == "process" {
+        assert!(idle_peak < 50 << 20, "{what}: idle peak {idle_peak}");
+        assert!(peak as f64 <= (200u64 << 20) as f64 * 1.1 + idle_peak as f64, "{what}: {peak}");
+    }
+    assert!(sleep["wall_s"].as_f64().unwrap() >= 0.5, "{what}: {r}");
+    assert!(cpu(sleep) < if jvm { 0.04 } else { 0.02 }, "{what}: sleeper cpu: {r}");
+    c
+}
+
 #[test]
 fn every_test_of_every_runner_is_measured_apart() {
     for m in modes() {
@@ -43,33 +74,8 @@ fn every_test_of_every_runner_is_measured_apart() {
             let id = format!("{lang}/usage");
             let r = first.result(&id);
             assert_eq!(r["verdict"], "resolved", "{m:?} {id}: {r}");
-            let tests = r["tests"].as_array().unwrap();
-            assert!(tests.iter().all(|t| t["usage"].is_object()), "{m:?} {id}: every test measured: {r}");
-            let (burn, alloc, sleep, idle) = (
-                usage_of(&r, "burnscpu"),
-                usage_of(&r, "allocatesmemory"),
-                usage_of(&r, "sleeps"),
-                usage_of(&r, "doesnothing"),
-            );
-            let method = burn["method"].as_str().unwrap();
             let expected = if ["rust", "go", "cpp"].contains(lang) { "process" } else { "in-runner" };
-            assert_eq!(method, expected, "{m:?} {id}");
-            // The JVM's process CPU includes its JIT compiler threads (README: per-test usage).
-            let slack = if *lang == "java" { 0.15 } else { 0.03 + 0.01 };
-            let c = cpu(burn);
-            assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{m:?} {id}: burner cpu {c}: {r}");
-            for other in [alloc, sleep, idle] {
-                assert!(cpu(other) < 0.15, "{m:?} {id}: charged with the burner's work: {r}");
-            }
-            let peak = alloc["memory_peak_bytes"].as_u64().unwrap();
-            let idle_peak = idle["memory_peak_bytes"].as_u64().unwrap();
-            assert!(peak >= 200 << 20, "{m:?} {id}: allocator peak {peak}");
-            if expected == "process" {
-                assert!(idle_peak < 50 << 20, "{m:?} {id}: idle peak {idle_peak}");
-                assert!(peak as f64 <= (200u64 << 20) as f64 * 1.1 + idle_peak as f64, "{m:?} {id}: {peak}");
-            }
-            assert!(sleep["wall_s"].as_f64().unwrap() >= 0.5, "{m:?} {id}: {r}");
-            assert!(cpu(sleep) < if *lang == "java" { 0.04 } else { 0.02 }, "{m:?} {id}: sleeper cpu: {r}");
+            let c = assert_measured_apart(&format!("{m:?} {id}"), &r, expected, *lang == "java");
             // Two runs agree on the burner's CPU within 5%.
             let c2 = cpu(usage_of(&second.result(&id), "burnscpu"));
             if *lang != "java" {
@@ -91,6 +97,59 @@ fn every_test_of_every_runner_is_measured_apart() {
             assert_eq!(r["verdict"], "resolved", "{m:?}: {r}");
             assert!(r["tests"].as_array().unwrap().iter().all(|t| t.get("usage").is_none()), "{m:?}: {r}");
         }
+    }
+}
+
+/// The same four tests in one SWE-bench-style repository instance (resources/repo: its mirror
+/// built by its build.sh, gold its patch, the tests its test patch adds, run by the python
+/// runner's `measured_repo_test`): measured in-runner, apart, and alike in two runs.
+#[test]
+fn a_repository_instances_tests_are_measured_too() {
+    let here = data().join("resources/repo");
+    let dataset = here.join("usage.jsonl").display().to_string();
+    let id = "acme__usage-1";
+    for m in modes() {
+        let root = m.owned_dir("repo");
+        let repos = root.join("repos");
+        let o = std::process::Command::new("sh").arg(here.join("build.sh")).arg(&repos).output().unwrap();
+        assert!(o.status.success(), "build.sh: {}", stderr(&o));
+        // (build.sh leaves the mirror readable by all; the test user reads it through root.)
+        std::process::Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+        let r = repos.display().to_string();
+        let a = ["-p", "gold", "--repos", r.as_str(), "--no-calibration"];
+        let a: Vec<&str> = std::iter::once(dataset.as_str()).chain(a).collect();
+        let first = eval(m, &a);
+        assert_eq!(code(&first.out), 0, "{m:?}: {}\n{}", stdout(&first.out), stderr(&first.out));
+        let second = eval_in(m, &m.owned_dir("repo2").join("out"), &a);
+        let (r1, r2) = (first.result(id), second.result(id));
+        for res in [&r1, &r2] {
+            assert_eq!(res["verdict"], "resolved", "{m:?}: {res}");
+            assert_eq!(res["fail_to_pass"]["success"].as_array().map(Vec::len), Some(4), "{m:?}: {res}");
+        }
+        let c = assert_measured_apart(&format!("{m:?} {id}"), &r1, "in-runner", false);
+        let c2 = assert_measured_apart(&format!("{m:?} {id} (second run)"), &r2, "in-runner", false);
+        assert!((c - c2).abs() <= 0.05 * c.max(c2) + 0.01, "{m:?} {id}: {c} then {c2}");
+        assert_eq!(first.report()["per_test"]["measured"], 4, "{m:?}: {}", first.report());
+        let u = |w| usage_of(&r1, w);
+        eprintln!(
+            "{m:?} {id}: burner cpu {c:.3} s then {c2:.3} s; others {:.3} {:.3} {:.3} s; allocator peak {} MiB; sleeper wall {:.3} s cpu {:.3} s",
+            cpu(u("allocatesmemory")),
+            cpu(u("sleeps")),
+            cpu(u("doesnothing")),
+            u("allocatesmemory")["memory_peak_bytes"].as_u64().unwrap() >> 20,
+            u("sleeps")["wall_s"].as_f64().unwrap(),
+            cpu(u("sleeps")),
+        );
+
+        // Off: the plain repo_test, no numbers per test.
+        let mut off = a.clone();
+        off.extend(["--per-test", "off"]);
+        let plain = eval_in(m, &m.owned_dir("repo3").join("out"), &off);
+        let res = plain.result(id);
+        assert_eq!(res["verdict"], "resolved", "{m:?}: {res}");
+        let tests = res["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 4, "{m:?}: {res}");
+        assert!(tests.iter().all(|t| t.get("usage").is_none()), "{m:?}: {res}");
     }
 }
 

@@ -57,7 +57,7 @@ file target/aarch64-unknown-linux-gnu/release/polysandbox | grep -q "ARM aarch64
 CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUNNER="qemu-aarch64-static -L /usr/aarch64-linux-gnu" \
   cargo test --release --quiet --target aarch64-unknown-linux-gnu --lib
 if [ -n "$VM" ]; then
-  at "arm64 kernel (qemu-system-aarch64): sandbox and host-safety suites, pure cgroup v2; eval"
+  at "arm64 kernel (qemu-system-aarch64): sandbox and host-safety suites, pure cgroup v2; eval, per-test usage"
   bash .ci/arm64-vm.sh
 else
   echo "SKIPPED: the arm64 VM suites: they need root (binfmt_misc, packages)${POLYSANDBOX_SKIP_ARM64_VM:+; POLYSANDBOX_SKIP_ARM64_VM=1}"

@@ -127,7 +127,8 @@ pub fn main(o: &Options) -> i32 {
         }
         if let Some(f) = report.as_mut() {
             let mac = Some(super::mac(&key, &case.name, &usage));
-            let mut line = serde_json::to_vec(&Line { test: case.name.clone(), usage, mac }).unwrap_or_default();
+            let mut line =
+                serde_json::to_vec(&Line { test: case.name.clone(), alias: None, usage, mac }).unwrap_or_default();
             line.push(b'\n');
             // One write per line: lines of a FIFO below PIPE_BUF never interleave.
             let _ = f.write_all(&line);

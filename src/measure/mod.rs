@@ -96,6 +96,11 @@ impl TestUsage {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Line {
     pub test: String,
+    /// The same test's name in another form a parser of the same runner's output may give it:
+    /// pytest's node id (`tests/test_x.py::test_y`, what the repository runner's `-rA` summary
+    /// names) beside the JUnit XML name in `test` (`tests.test_x.test_y`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alias: Option<String>,
     #[serde(flatten)]
     pub usage: TestUsage,
     /// `process` lines: HMAC-SHA256 of the line without it, under the run's key (hex).
@@ -142,8 +147,8 @@ pub fn new_key() -> String {
 /// The line's MAC under `key` (hex): over its JSON without the MAC.
 pub fn mac(key: &str, test: &str, usage: &TestUsage) -> String {
     use hmac::{Hmac, Mac};
-    let body =
-        serde_json::to_vec(&Line { test: test.to_string(), usage: usage.clone(), mac: None }).unwrap_or_default();
+    let body = serde_json::to_vec(&Line { test: test.to_string(), alias: None, usage: usage.clone(), mac: None })
+        .unwrap_or_default();
     let mut m = Hmac::<sha2::Sha256>::new_from_slice(&unhex(key).unwrap_or_default()).expect("any key length");
     m.update(&body);
     hex(&m.finalize().into_bytes())
@@ -151,8 +156,8 @@ pub fn mac(key: &str, test: &str, usage: &TestUsage) -> String {
 
 fn mac_ok(key: &str, test: &str, usage: &TestUsage, given: &str) -> bool {
     use hmac::{Hmac, Mac};
-    let body =
-        serde_json::to_vec(&Line { test: test.to_string(), usage: usage.clone(), mac: None }).unwrap_or_default();
+    let body = serde_json::to_vec(&Line { test: test.to_string(), alias: None, usage: usage.clone(), mac: None })
+        .unwrap_or_default();
     let Some(given) = unhex(given) else { return false };
     let mut m = Hmac::<sha2::Sha256>::new_from_slice(&unhex(key).unwrap_or_default()).expect("any key length");
     m.update(&body);
@@ -214,6 +219,10 @@ pub fn read(bytes: &[u8], expect: Method) -> Measured {
         }
         // The ratios to gold are the host's to fill (eval's vs_gold.rs), never the channel's.
         let usage = TestUsage { cpu_vs_gold: None, memory_vs_gold: None, ..l.usage };
+        // pytest's node id (what a repository run's summary names) beside the JUnit name.
+        if let Some(alias) = l.alias.filter(|a| !a.is_empty() && *a != l.test && expect == Method::InRunner) {
+            m.usage.entry(alias).or_insert_with(|| usage.clone());
+        }
         m.usage.entry(l.test).or_insert(usage);
     }
     if expect != Method::InRunner && !bytes.iter().all(|b| b.is_ascii_whitespace()) {
@@ -296,7 +305,7 @@ mod tests {
     fn signed(key: &str, name: &str, cpu: f64, stopped: Option<&str>) -> String {
         let u = usage(cpu, stopped);
         let m = mac(key, name, &u);
-        serde_json::to_string(&Line { test: name.into(), usage: u, mac: Some(m) }).unwrap() + "\n"
+        serde_json::to_string(&Line { test: name.into(), alias: None, usage: u, mac: Some(m) }).unwrap() + "\n"
     }
 
     fn keyed(lines: &str) -> String {
@@ -317,7 +326,8 @@ mod tests {
     #[test]
     fn a_test_cannot_forge_process_lines() {
         let other = "ff".repeat(32);
-        let unsigned = serde_json::to_string(&Line { test: "b".into(), usage: usage(0.0, None), mac: None }).unwrap();
+        let unsigned =
+            serde_json::to_string(&Line { test: "b".into(), alias: None, usage: usage(0.0, None), mac: None }).unwrap();
         let tampered = line("b", 5.0, None).replace("5.0", "0.01");
         let in_runner = signed(KEY, "b", 0.0, None).replace("\"process\"", "\"in-runner\"");
         for forged in [unsigned + "\n", signed(&other, "b", 0.0, None), tampered, in_runner] {
@@ -337,6 +347,24 @@ mod tests {
         // An in-runner channel takes no process lines, signed or not, and has no key.
         let m = read(keyed(&line("a", 1.0, None)).as_bytes(), Method::InRunner);
         assert!(m.usage.is_empty() && m.tampered.is_none());
+    }
+
+    #[test]
+    fn a_line_is_found_by_its_alias_too() {
+        // pytest's plugin: the JUnit name, and the node id the repository runner's parser gives.
+        let text = "{\"test\":\"tests.test_x.test_a\",\"alias\":\"tests/test_x.py::test_a\",\"wall_s\":1.0,\"cpu_user_s\":0.3,\"cpu_system_s\":0.0,\"memory_peak_bytes\":10,\"method\":\"in-runner\"}\n";
+        let mut tests = vec![
+            TestResult {
+                name: "tests/test_x.py::test_a".into(),
+                status: Status::Passed,
+                duration_s: None,
+                usage: None,
+            },
+            TestResult { name: "tests.test_x.test_a".into(), status: Status::Passed, duration_s: None, usage: None },
+        ];
+        assert!(attach(&mut tests, read(text.as_bytes(), Method::InRunner)).is_none());
+        assert!(tests.iter().all(|t| t.usage.as_ref().is_some_and(|u| u.cpu_user_s == 0.3)), "{tests:?}");
+        assert_eq!(tests.len(), 2);
     }
 
     #[test]
@@ -360,7 +388,7 @@ mod tests {
         let mut tests = vec![TestResult { name: "a".into(), status: Status::Passed, duration_s: None, usage: None }];
         let mut u = usage(0.1, Some("memory"));
         u.method = Method::InRunner;
-        let text = serde_json::to_string(&Line { test: "a".into(), usage: u, mac: None }).unwrap();
+        let text = serde_json::to_string(&Line { test: "a".into(), alias: None, usage: u, mac: None }).unwrap();
         assert!(attach(&mut tests, read(text.as_bytes(), Method::InRunner)).is_none());
         assert_eq!(tests[0].status, Status::Passed);
         assert_eq!(tests.len(), 1);
@@ -378,7 +406,8 @@ mod tests {
         aborted.exit_code = None;
         aborted.signal = Some(6);
         let m = mac(KEY, "b", &aborted);
-        let b = serde_json::to_string(&Line { test: "b".into(), usage: aborted, mac: Some(m) }).unwrap() + "\n";
+        let b = serde_json::to_string(&Line { test: "b".into(), alias: None, usage: aborted, mac: Some(m) }).unwrap()
+            + "\n";
         let text = keyed(&(line("a", 0.1, None) + &b));
         assert!(attach(&mut tests, read(text.as_bytes(), Method::Process)).is_none());
         let status: Vec<Status> = tests.iter().map(|t| t.status).collect();
