@@ -169,9 +169,9 @@ fn a_test_past_its_own_limit_is_stopped_and_the_others_go_on() {
                 assert_eq!(stopped["stopped_by"], reason, "{m:?} {flag}: {r}");
                 let others: Vec<&Value> =
                     r["tests"].as_array().unwrap().iter().filter(|t| t["usage"]["stopped_by"].is_null()).collect();
-                // The burner may run past a wall-clock limit too on a loaded machine; the idle test
-                // never does.
-                assert!(others.len() >= 2 && usage_of(&r, "doesnothing")["stopped_by"].is_null(), "{m:?} {flag}: {r}");
+                // The burner and the allocator may run past a wall-clock limit too on a loaded
+                // machine (no timing assertions); the idle test never does.
+                assert!(!others.is_empty() && usage_of(&r, "doesnothing")["stopped_by"].is_null(), "{m:?} {flag}: {r}");
                 assert!(others.iter().all(|t| t["status"] == "passed"), "{m:?} {flag}: the others go on: {r}");
             }
         }
