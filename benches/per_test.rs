@@ -160,12 +160,11 @@ fn main() {
     );
     // Per language: every round's (on, off) runs.
     let mut runs: Vec<(Vec<Run>, Vec<Run>)> = langs.iter().map(|_| (vec![], vec![])).collect();
-    let mut n = 0usize;
     for round in 0..rounds {
         for (i, lang) in langs.iter().enumerate() {
-            // Which goes first alternates from one eval pair to the next.
-            let order = if n % 2 == 0 { ["on", "off"] } else { ["off", "on"] };
-            n += 1;
+            // Which goes first alternates from one language to the next, and for each language
+            // from one round to the next.
+            let order = if (round + i) % 2 == 0 { ["on", "off"] } else { ["off", "on"] };
             for per_test in order {
                 let r = eval(&bin, &dataset, lang, &jobs, per_test, &scratch.join(per_test), strict);
                 eprintln!(
