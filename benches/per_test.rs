@@ -51,8 +51,8 @@ struct Run {
     via_parent: usize,
     doc: usize,
     skipped: usize,
-    /// Instances not resolved: `id (verdict)`.
-    unresolved: Vec<String>,
+    /// Instances not resolved: id, and `verdict: reason`.
+    unresolved: Vec<(String, String)>,
     /// Tests of resolved instances with no usage: `instance: test`.
     missing: Vec<String>,
 }
@@ -99,7 +99,7 @@ fn eval(bin: &Path, dataset: &str, lang: &str, jobs: &str, per_test: &str, out: 
         } else {
             let reason: String =
                 v["reason"].as_str().unwrap_or("").lines().next().unwrap_or("").chars().take(90).collect();
-            r.unresolved.push(format!("{id} ({verdict}: {reason})"));
+            r.unresolved.push((id.clone(), format!("{verdict}: {reason}")));
         }
         let tests = v["tests"].as_array().map(Vec::as_slice).unwrap_or_default();
         let with: BTreeSet<&str> =
@@ -225,10 +225,12 @@ fn main() {
         for r in on {
             missing.extend(r.missing.iter().cloned());
         }
-        // Each instance not resolved, and in which configuration's runs.
-        let not: BTreeSet<&String> = on.iter().chain(off).flat_map(|r| &r.unresolved).collect();
-        for u in not {
-            let (a, b) = (on.iter().any(|r| r.unresolved.contains(u)), off.iter().any(|r| r.unresolved.contains(u)));
+        // Each instance not resolved, in which configuration's runs, and the first reason given.
+        let not: BTreeSet<&String> = on.iter().chain(off).flat_map(|r| r.unresolved.iter().map(|u| &u.0)).collect();
+        for id in not {
+            let has = |rs: &[Run]| rs.iter().any(|r| r.unresolved.iter().any(|u| &u.0 == id));
+            let (a, b) = (has(on), has(off));
+            let why = on.iter().chain(off).flat_map(|r| &r.unresolved).find(|u| &u.0 == id).map(|u| &u.1).unwrap();
             let which = if a && b {
                 "on and off"
             } else if a {
@@ -236,7 +238,7 @@ fn main() {
             } else {
                 "off only"
             };
-            unresolved.push(format!("  [{which}] {u}"));
+            unresolved.push(format!("  [{which}] {id} ({why})"));
         }
     }
     let ratio = sum_on / sum_off;
