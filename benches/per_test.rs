@@ -11,8 +11,9 @@
 //! Each eval is `eval DATASET -p gold --filter-category LANG --no-calibration -j JOBS
 //! --per-test on|off`: no calibration, whose two gold runs would otherwise come first and
 //! dominate both. The two configurations of a language run one after the other, which goes
-//! first alternating from one run to the next; outputs go to /dev/shm (no ext4 deletes between
-//! runs). Figures are medians over the rounds.
+//! first alternating from language to language and round to round (the first of a pair tends
+//! to be the slower: its image's files may not be in the page cache yet); outputs go to
+//! /dev/shm (no ext4 deletes between runs). Figures are medians over the rounds.
 //!
 //! Coverage, from every `on` run's results.jsonl: tests with usage / tests that ran, per
 //! language, and the instances not resolved. The bench exits 1 if a test that ran in a resolved
