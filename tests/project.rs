@@ -165,3 +165,48 @@ fn bad_input_to_test_is_one_clear_line() {
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{m:?}: left in TMPDIR");
     }
 }
+
+/// `each-test` ends whatever the listing left before it draws the key, however deep the chain
+/// (a chain comes back to it one link a round: a bounded number of rounds once left 50 links
+/// of a 150-deep chain alive to read the key from the channel; the second red team), and runs
+/// no test at all when they will not end.
+#[test]
+fn each_test_ends_what_the_listing_left_before_any_test_runs() {
+    let dir = Mode::Root.owned_dir("each-chain");
+    let marker = format!("psbchain{}x{}", std::process::id(), unique());
+    // A libtest-shaped test binary: its listing leaves a 150-deep chain of sleepers behind.
+    let chain = dir.join(format!("{marker}.sh"));
+    std::fs::write(&chain, "[ \"$1\" -gt 0 ] && sh \"$0\" $(($1 - 1)) &\nsleep 60\n").unwrap();
+    let bin = dir.join("fake-test");
+    std::fs::write(
+        &bin,
+        format!(
+            "#!/bin/sh\nif [ \"$1\" = --list ]; then\n  setsid sh {} 150 </dev/null >/dev/null 2>&1 &\n  sleep 2\n  echo 'a: test'\n  exit 0\nfi\necho \"ok a\" >> \"$6\"\nexit 0\n",
+            chain.display()
+        ),
+    )
+    .unwrap();
+    Command::new("chmod").arg("+x").arg(&bin).status().unwrap();
+    let report = dir.join("measure.jsonl");
+    std::fs::write(&report, "").unwrap();
+    let log = dir.join("libtest.log");
+    let o = Mode::Root
+        .command()
+        .args(["each-test", "--runner", "libtest", "--report"])
+        .arg(&report)
+        .arg("--logfile")
+        .arg(&log)
+        .arg(&bin)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let alive = processes_with(&marker);
+    for p in &alive {
+        let _ = Command::new("kill").args(["-9", &p.to_string()]).status();
+    }
+    assert!(alive.is_empty(), "{} links of the chain outlived each-test: {}", alive.len(), stderr(&o));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let lines = std::fs::read_to_string(&report).unwrap();
+    assert!(lines.starts_with("{\"key\":"), "{lines}");
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+}

@@ -109,7 +109,12 @@ pub fn main(o: &Options) -> i32 {
     let mut report = report;
     // The project's code has run already (the listings run the test binaries' static
     // constructors, cargo the build scripts): whatever it left is ended before the key exists.
-    reap_leftovers();
+    // If it cannot be, or the host does not take the key, no test runs: no results, never
+    // results without the exit-status check.
+    if !reap_leftovers(LEFTOVERS) {
+        eprintln!("polysandbox each-test: processes the listing or the build left would not end: no test run");
+        return 1;
+    }
     // SAFETY: plain prctl on ourselves: no process of the same user reads our memory.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
     let key = super::new_key();
@@ -117,11 +122,17 @@ pub fn main(o: &Options) -> i32 {
         let tests = cases.iter().map(|c| c.name.clone()).collect();
         let mut line = serde_json::to_vec(&KeyLine { key: key.clone(), tests }).unwrap_or_default();
         line.push(b'\n');
-        let _ = f.write_all(&line);
-        drained(f);
+        if f.write_all(&line).is_err() || !drained(f) {
+            eprintln!("polysandbox each-test: the report channel did not take the key: no test run");
+            return 1;
+        }
     }
     for case in &cases {
         let (code, usage) = run_one(&case.argv, o);
+        if !own_children().is_empty() {
+            eprintln!("polysandbox each-test: processes {} left would not end: no further test run", case.name);
+            return 1;
+        }
         if code != 0 {
             worst = 1;
         }
@@ -146,35 +157,56 @@ pub fn main(o: &Options) -> i32 {
     worst
 }
 
+/// How long leftover processes may take to end (a chain of them comes back one link a round).
+const LEFTOVERS: Duration = Duration::from_secs(10);
+
 /// Waits (up to 5 s) for the reader to have taken everything written to the FIFO `f`: the key
-/// is read by the host before any test could open the FIFO to read it first.
-fn drained(f: &std::fs::File) {
+/// is read by the host before any test could open the FIFO to read it first. False if it did not.
+fn drained(f: &std::fs::File) -> bool {
     for _ in 0..500 {
         let mut n: libc::c_int = 0;
         // SAFETY: FIONREAD into an int, on a descriptor we own.
-        if unsafe { libc::ioctl(f.as_raw_fd(), libc::FIONREAD, &mut n) } != 0 || n == 0 {
-            return;
+        if unsafe { libc::ioctl(f.as_raw_fd(), libc::FIONREAD, &mut n) } != 0 {
+            return false;
+        }
+        if n == 0 {
+            return true;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    false
 }
 
-/// Kills and reaps every process that came back to us (we are a subreaper): what the listings
-/// and the build left running.
-fn reap_leftovers() {
-    for _ in 0..100 {
+/// Kills and reaps every process that comes back to us (we are a subreaper), round after
+/// round until none is left: a chain of processes comes back one link a round. Each reaped
+/// one's rusage goes to `charge`. False if some were still there after `limit`.
+fn reap(limit: Duration, mut charge: impl FnMut(&libc::rusage)) -> bool {
+    let start = Instant::now();
+    loop {
         let kids = own_children();
         if kids.is_empty() {
-            return;
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
         }
         for k in kids {
             // SAFETY: a child of ours.
             unsafe { libc::kill(k, libc::SIGKILL) };
             let mut st = 0;
-            // SAFETY: as above.
-            unsafe { libc::waitpid(k, &mut st, 0) };
+            // SAFETY: rusage is plain data the kernel fills.
+            let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+            // SAFETY: reaping a child of ours.
+            if unsafe { libc::wait4(k, &mut st, 0, &mut ru) } == k {
+                charge(&ru);
+            }
         }
     }
+}
+
+/// What the listings and the build left running, ended.
+fn reap_leftovers(limit: Duration) -> bool {
+    reap(limit, |_| {})
 }
 
 fn libtest_flags(o: &Options) -> Vec<String> {
@@ -441,24 +473,11 @@ fn run_one(argv: &[String], o: &Options) -> (i32, TestUsage) {
     // What it left behind: its group, then any orphan that came back to us.
     // SAFETY: kill of the test's own process group (gone already, most often).
     unsafe { libc::kill(-pid, libc::SIGKILL) };
-    for _ in 0..100 {
-        let kids = own_children();
-        if kids.is_empty() {
-            break;
-        }
-        for k in kids {
-            // SAFETY: a child of ours.
-            unsafe { libc::kill(k, libc::SIGKILL) };
-            let mut st = 0;
-            // SAFETY: as above.
-            let mut r2: libc::rusage = unsafe { std::mem::zeroed() };
-            if unsafe { libc::wait4(k, &mut st, 0, &mut r2) } == k {
-                usage.cpu_user_s += tv(r2.ru_utime);
-                usage.cpu_system_s += tv(r2.ru_stime);
-                usage.memory_peak_bytes = usage.memory_peak_bytes.max(r2.ru_maxrss.max(0) as u64 * 1024);
-            }
-        }
-    }
+    reap(LEFTOVERS, |r2| {
+        usage.cpu_user_s += tv(r2.ru_utime);
+        usage.cpu_system_s += tv(r2.ru_stime);
+        usage.memory_peak_bytes = usage.memory_peak_bytes.max(r2.ru_maxrss.max(0) as u64 * 1024);
+    });
     let signal = libc::WIFSIGNALED(status).then(|| libc::WTERMSIG(status));
     if usage.stopped_by.is_none()
         && o.cpu_time.is_some_and(|c| usage.cpu_s() >= c.as_secs_f64().floor())

@@ -251,11 +251,14 @@ const MEASURE_REPORT: &str = "measure.jsonl";
 /// abort) is not enough. Returns why the results cannot be trusted, when the channel shows it.
 pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: Measured) -> Option<String> {
     use crate::eval::parsers::{Status, TestResult};
-    let Measured { usage: mut measured, ran, unclean, tampered } = measured;
+    let Measured { usage: measured, ran, unclean, tampered } = measured;
     let ran: std::collections::BTreeSet<String> = ran.into_iter().collect();
+    // A name a report gives twice (a forged line beside the runner's own) gets the same line.
+    let mut named = std::collections::BTreeSet::new();
     for t in tests.iter_mut() {
         let passed = matches!(t.status, Status::Passed | Status::Xfail);
-        let u = measured.remove(&t.name);
+        let u = measured.get(&t.name).cloned();
+        named.insert(t.name.clone());
         if passed && ran.contains(&t.name) && (u.is_none() || unclean.contains(&t.name)) {
             t.status = Status::Failed;
         }
@@ -267,7 +270,7 @@ pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: Measu
         }
     }
     for (name, u) in measured {
-        if u.stopped_by.is_some() && u.method == Method::Process {
+        if !named.contains(&name) && u.stopped_by.is_some() && u.method == Method::Process {
             tests.push(TestResult { name, status: Status::Failed, duration_s: Some(u.wall_s), usage: Some(u) });
         }
     }
@@ -412,5 +415,15 @@ mod tests {
         assert!(attach(&mut tests, read(text.as_bytes(), Method::Process)).is_none());
         let status: Vec<Status> = tests.iter().map(|t| t.status).collect();
         assert_eq!(status, [Status::Passed, Status::Failed, Status::Failed, Status::Passed]);
+    }
+
+    /// A report that names a test twice (the runner's line and a forged one) gives both the
+    /// same numbers and the same check: neither is failed for want of a line of its own.
+    #[test]
+    fn a_name_given_twice_is_measured_and_checked_alike() {
+        let pass = |n: &str| TestResult { name: n.into(), status: Status::Passed, duration_s: None, usage: None };
+        let mut tests = vec![pass("a"), pass("a")];
+        assert!(attach(&mut tests, read(keyed(&line("a", 0.1, None)).as_bytes(), Method::Process)).is_none());
+        assert!(tests.iter().all(|t| t.status == Status::Passed && t.usage.is_some()), "{tests:?}");
     }
 }
