@@ -72,7 +72,7 @@ pub struct Runner {
 /// Where images/measure/ (and a copy of polysandbox for `each-test`) is bound in a sandbox.
 pub const MEASURE: &str = "/polysandbox-measure";
 /// The channel's file in the report directory.
-pub const MEASURE_REPORT: &str = "measure.jsonl";
+pub const MEASURE_REPORT: &str = crate::measure::REPORT;
 
 /// Per-test measurement: on or off, and the per-test limits `each-test` holds.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -228,7 +228,7 @@ pub fn read(bytes: &[u8], expect: Method) -> Measured {
     if expect != Method::InRunner && !bytes.iter().all(|b| b.is_ascii_whitespace()) {
         if !first_is_key || keys != 1 {
             m.tampered = Some(format!(
-                "the per-test channel ({MEASURE_REPORT}) holds lines each-test did not write ({})",
+                "the per-test channel ({REPORT}) holds lines each-test did not write ({})",
                 if first_is_key { "a second key" } else { "a line before its key" }
             ));
             m.usage.clear();
@@ -240,47 +240,13 @@ pub fn read(bytes: &[u8], expect: Method) -> Measured {
     m
 }
 
-/// The channel's name in the report directory (eval's catalogue::MEASURE_REPORT).
-const MEASURE_REPORT: &str = "measure.jsonl";
-
-/// Puts each test's numbers beside its result. A test `each-test` stopped for its own limit,
-/// which no runner report names (it never got to say), is added as failed, and one a report
-/// names passed is failed all the same (its process was killed before it ended). Where the
-/// tests ran one process each, a test the report names passed counts only if `each-test` saw
-/// its process exit 0: what the test's own process wrote into the report (a pass line, then an
-/// abort) is not enough. Returns why the results cannot be trusted, when the channel shows it.
-pub fn attach(tests: &mut Vec<crate::eval::parsers::TestResult>, measured: Measured) -> Option<String> {
-    use crate::eval::parsers::{Status, TestResult};
-    let Measured { usage: measured, ran, unclean, tampered } = measured;
-    let ran: std::collections::BTreeSet<String> = ran.into_iter().collect();
-    // A name a report gives twice (a forged line beside the runner's own) gets the same line.
-    let mut named = std::collections::BTreeSet::new();
-    for t in tests.iter_mut() {
-        let passed = matches!(t.status, Status::Passed | Status::Xfail);
-        let u = measured.get(&t.name).cloned();
-        named.insert(t.name.clone());
-        if passed && ran.contains(&t.name) && (u.is_none() || unclean.contains(&t.name)) {
-            t.status = Status::Failed;
-        }
-        if let Some(u) = u {
-            if u.stopped_by.is_some() && u.method == Method::Process {
-                t.status = Status::Failed;
-            }
-            t.usage = Some(u);
-        }
-    }
-    for (name, u) in measured {
-        if !named.contains(&name) && u.stopped_by.is_some() && u.method == Method::Process {
-            tests.push(TestResult { name, status: Status::Failed, duration_s: Some(u.wall_s), usage: Some(u) });
-        }
-    }
-    tampered
-}
+/// The channel's file in the runner's report directory.
+pub const REPORT: &str = "measure.jsonl";
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::eval::parsers::{Status, TestResult};
+    use crate::eval::parsers::{attach_usage as attach, Status, TestResult};
 
     const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 

@@ -91,7 +91,7 @@ pub fn junit_reports(reports: &Reports) -> Parsed {
 pub fn junit_reports_each(reports: &Reports) -> Parsed {
     let mut p = Parsed::default();
     for (name, xml) in &reports.files {
-        if name == crate::eval::catalogue::MEASURE_REPORT {
+        if name == crate::measure::REPORT {
             continue;
         }
         let xml = String::from_utf8_lossy(xml);

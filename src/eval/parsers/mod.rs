@@ -216,6 +216,40 @@ impl Parsed {
     }
 }
 
+/// Puts each test's numbers beside its result. A test `each-test` stopped for its own limit,
+/// which no runner report names (it never got to say), is added as failed, and one a report
+/// names passed is failed all the same (its process was killed before it ended). Where the
+/// tests ran one process each, a test the report names passed counts only if `each-test` saw
+/// its process exit 0: what the test's own process wrote into the report (a pass line, then an
+/// abort) is not enough. Returns why the results cannot be trusted, when the channel shows it.
+pub fn attach_usage(tests: &mut Vec<TestResult>, measured: crate::measure::Measured) -> Option<String> {
+    use crate::measure::Method;
+    let crate::measure::Measured { usage: measured, ran, unclean, tampered } = measured;
+    let ran: std::collections::BTreeSet<String> = ran.into_iter().collect();
+    // A name a report gives twice (a forged line beside the runner's own) gets the same line.
+    let mut named = std::collections::BTreeSet::new();
+    for t in tests.iter_mut() {
+        let passed = matches!(t.status, Status::Passed | Status::Xfail);
+        let u = measured.get(&t.name).cloned();
+        named.insert(t.name.clone());
+        if passed && ran.contains(&t.name) && (u.is_none() || unclean.contains(&t.name)) {
+            t.status = Status::Failed;
+        }
+        if let Some(u) = u {
+            if u.stopped_by.is_some() && u.method == Method::Process {
+                t.status = Status::Failed;
+            }
+            t.usage = Some(u);
+        }
+    }
+    for (name, u) in measured {
+        if !named.contains(&name) && u.stopped_by.is_some() && u.method == Method::Process {
+            tests.push(TestResult { name, status: Status::Failed, duration_s: Some(u.wall_s), usage: Some(u) });
+        }
+    }
+    tampered
+}
+
 /// Parses `output` (stdout and stderr, interleaved) and the report files with `parser`.
 pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
     let mut p = match parser {
@@ -230,18 +264,18 @@ pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
         // Nothing to read but the exit status, which the caller judges.
         Parser::ExitCode => Parsed { complete: true, ..Parsed::default() },
     };
-    if let Some(f) = reports.overflow.iter().find(|f| *f != crate::eval::catalogue::MEASURE_REPORT) {
+    if let Some(f) = reports.overflow.iter().find(|f| *f != crate::measure::REPORT) {
         p.tampered = Some(format!("the report {f} went past {} MiB", crate::eval::channel::CAP >> 20));
     }
     // Each test's usage, when it was measured (a measurement, never a verdict, but for a test
     // each-test stopped for its own limit).
-    if let Some(bytes) = reports.get(crate::eval::catalogue::MEASURE_REPORT) {
+    if let Some(bytes) = reports.get(crate::measure::REPORT) {
         // Runners whose tests `each-test` runs one process each: their parsers.
         let expect = match parser {
             Parser::Cargo | Parser::Gotest | Parser::JunitXmlEach => crate::measure::Method::Process,
             _ => crate::measure::Method::InRunner,
         };
-        if let Some(why) = crate::measure::attach(&mut p.tests, crate::measure::read(bytes, expect)) {
+        if let Some(why) = attach_usage(&mut p.tests, crate::measure::read(bytes, expect)) {
             p.tampered.get_or_insert(why);
         }
     }
