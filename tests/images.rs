@@ -483,9 +483,19 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
         let store = m.owned_dir("pipe");
         let o = store_cmd(m, &store).args(["import"]).arg(rootfs_tarball(m)).args(["--tag", "a:1"]).output().unwrap();
         ok(&o, "import");
+        // A pipe whose reader is gone before the listing starts: a reader that went away while
+        // the listing ran could also find it already written into the pipe's buffer.
+        let mut fds = [0i32; 2];
+        // SAFETY: a two-int array for pipe(2) to fill.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: both were just made and are ours; the read end is closed at once.
+        let (rd, wr) = unsafe {
+            use std::os::fd::FromRawFd;
+            (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+        };
+        drop(rd);
         let mut child =
-            store_cmd(m, &store).args(["images"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-        drop(child.stdout.take());
+            store_cmd(m, &store).args(["images"]).stdout(Stdio::from(wr)).stderr(Stdio::piped()).spawn().unwrap();
         let mut err = String::new();
         child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
         let status = child.wait().unwrap();
