@@ -251,6 +251,9 @@ fn excerpt(s: &str) -> String {
 fn config_file(path: &str) -> Option<&'static str> {
     let base = path.rsplit('/').next().unwrap_or(path);
     let lower = base.to_ascii_lowercase();
+    if path.split('/').any(|c| c.split('.').next() == Some("polysandbox_measure")) {
+        return Some("a module named as polysandbox's pytest plugin (`-p polysandbox_measure` may load it instead)");
+    }
     Some(match lower.as_str() {
         "conftest.py" => "a conftest.py (pytest loads it before the tests)",
         "pytest.ini" | ".pytest.ini" => "pytest's configuration (pytest.ini)",
@@ -448,6 +451,8 @@ mod tests {
         assert!(!scan_patch(&p("setup.cfg", "addopts = -p foo")).is_empty());
         assert!(!scan_patch(&p("pyproject.toml", "[tool.pytest.ini_options]")).is_empty());
         assert!(!scan_patch(&p("src/x.pth", "import evil")).is_empty());
+        assert!(!scan_patch(&p("polysandbox_measure.py", "x = 1")).is_empty());
+        assert!(!scan_patch(&p("lib/polysandbox_measure/__init__.py", "x = 1")).is_empty());
         assert!(!scan_patch(&p("src/pkg/__init__.py", "pytest_plugins = ['evil']")).is_empty());
         assert!(!scan_patch(&p("src/pkg/plugin.py", "def pytest_collection_modifyitems(items):")).is_empty());
         assert!(!scan_patch(&p("pkg/main_test.go", "func TestMain(m *testing.M) {")).is_empty());

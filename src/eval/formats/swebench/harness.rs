@@ -154,6 +154,47 @@ pub fn record_test_exit_code(script: &str) -> String {
     out.join("\n")
 }
 
+/// The eval script with polysandbox's pytest plugin loaded for its test command (each test's
+/// CPU, peak memory and wall, `in-runner`, images/measure/python): `PYTHONPATH` and
+/// `PYTEST_ADDOPTS` exported on the line before the start marker, outside the section the
+/// log parsers read, so that the reinstall step and everything before runs as the harness
+/// runs it. Only when the command the marker opens is pytest itself (`pytest`, `python -m
+/// pytest`, after any `NAME=value` words): a runner in between may drop the path and keep the
+/// option (tox keeps PYTEST_ADDOPTS and drops PYTHONPATH: the plugin would not import), and
+/// django's runtests.py and sympy's bin/test are not pytest. `None`: not measured.
+pub fn measured_script(script: &str) -> Option<String> {
+    let lines: Vec<&str> = script.split('\n').collect();
+    let i = lines.iter().position(|l| l.contains(START))?;
+    let command = lines[i + 1..].iter().find(|l| !l.trim().is_empty())?;
+    let assignment = |w: &str| {
+        w.split_once('=').is_some_and(|(n, _)| {
+            !n.is_empty()
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !n.starts_with(|c: char| c.is_ascii_digit())
+        })
+    };
+    let words: Vec<&str> = command.split_whitespace().skip_while(|w| assignment(w)).collect();
+    let pytest = match words.as_slice() {
+        ["pytest", ..] | ["py.test", ..] => true,
+        [python, "-m", "pytest", ..] => {
+            let base = python.rsplit('/').next().unwrap_or(python);
+            base == "python" || base.strip_prefix("python").is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        }
+        _ => false,
+    };
+    if !pytest {
+        return None;
+    }
+    let dir = format!("{}/python", crate::eval::catalogue::MEASURE);
+    let export = format!(
+        "export PYTHONPATH=\"${{PYTHONPATH:+$PYTHONPATH:}}{dir}\" PYTEST_ADDOPTS=\"${{PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }}-p polysandbox_measure\""
+    );
+    let mut out: Vec<&str> = lines[..i].to_vec();
+    out.push(&export);
+    out.extend(&lines[i..]);
+    Some(out.join("\n"))
+}
+
 /// A test of the lists that the log between the markers reports failing (or erroring) and
 /// later passing: a line printed after the runner's own (an atexit hook printing `PASSED
 /// <test>` after pytest's summary), which the harness's parsers, keeping the last status,
@@ -410,11 +451,13 @@ pub(crate) fn run_instance(
     let _ = std::fs::remove_dir_all(&hdir);
     let input = scratch.join("in");
     let nonce = crate::eval::driver::nonce();
+    // Each test's usage, where the test command is pytest's (see measured_script).
+    let measured = if o.per_test.on { measured_script(&script) } else { None };
     let setup = (|| -> std::io::Result<()> {
         std::fs::create_dir_all(&input)?;
         std::fs::create_dir_all(&hdir)?;
         std::fs::write(input.join("patch.diff"), &patch)?;
-        std::fs::write(input.join("eval.sh"), record_test_exit_code(&script))?;
+        std::fs::write(input.join("eval.sh"), record_test_exit_code(measured.as_deref().unwrap_or(&script)))?;
         std::fs::write(input.join("run.sh"), crate::eval::driver::swebench(&nonce))?;
         std::fs::write(input.join("base_commit"), base_commit)?;
         std::fs::write(input.join("test_files"), crate::eval::patch::test_patch_paths(test_patch).join("\n") + "\n")?;
@@ -431,15 +474,44 @@ pub(crate) fn run_instance(
     if !o.network_host {
         cmd.args(["-e", "PIP_NO_INDEX=1", "-e", "PIP_NO_BUILD_ISOLATION=0"]);
     }
-    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
-    let (output, record) =
-        match run_sandbox(o, cmd, &logs.join("test_output.txt"), None, &logs.join("usage.json"), children) {
-            Ok(x) => (x.stderr, x.record),
-            Err(e) => {
-                r.reason = Some(e);
-                return r;
+    // The plugin's lines come out through a FIFO in a directory the sandbox cannot write
+    // (channel.rs), as in the catalogue's runs; the kit is bound read-only.
+    let channel = match measured {
+        Some(_) => {
+            let names = [crate::eval::catalogue::MEASURE_REPORT.to_string()];
+            let kit = crate::eval::kit::prepare(o);
+            match (crate::eval::channel::open_channel(&scratch.join("report"), &names), kit) {
+                (Ok(c), Ok(kit)) => {
+                    cmd.arg("-v").arg(format!("{}:{}:ro", c.dir.display(), crate::eval::prepare::REPORT));
+                    cmd.arg("-v").arg(format!("{}:{}:ro", kit.display(), crate::eval::catalogue::MEASURE));
+                    cmd.args([
+                        "-e",
+                        &format!(
+                            "POLYSANDBOX_MEASURE={}/{}",
+                            crate::eval::prepare::REPORT,
+                            crate::eval::catalogue::MEASURE_REPORT
+                        ),
+                    ]);
+                    Some(c)
+                }
+                (Err(e), _) | (_, Err(e)) => {
+                    r.reason = Some(e);
+                    return r;
+                }
             }
-        };
+        }
+        None => None,
+    };
+    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
+    let ran = run_sandbox(o, cmd, &logs.join("test_output.txt"), None, &logs.join("usage.json"), children);
+    let reports = channel.map(|c| c.finish()).unwrap_or_default();
+    let (output, record) = match ran {
+        Ok(x) => (x.stderr, x.record),
+        Err(e) => {
+            r.reason = Some(e);
+            return r;
+        }
+    };
     let sep = format!("\n{}\n", crate::eval::driver::separator(&nonce));
     let (apply_log, test_output) = match output.find(&sep) {
         Some(i) => (&output[..i], Some(&output[i + sep.len()..])),
@@ -456,6 +528,7 @@ pub(crate) fn run_instance(
         pass_to_pass,
         &job.timeout,
         &nonce,
+        &reports,
     );
     // Patches that configure the test run (a conftest, pytest's addopts, a plugin on the
     // path) fool the harness too: graded as it grades them, flagged here and in its report,
@@ -518,6 +591,7 @@ fn grade(
     p2p: &[String],
     timeout: &str,
     nonce: &str,
+    reports: &crate::eval::channel::Reports,
 ) -> Option<Value> {
     let Some(rec) = record else {
         r.reason = Some("the sandbox left no usage record".into());
@@ -581,6 +655,15 @@ fn grade(
             usage: None,
         })
         .collect();
+    // Each test's usage, by pytest's node id (what the harness's pytest parsers name): a
+    // measurement beside the verdict, never part of it (in-runner lines change no status).
+    if let Some(bytes) = reports.get(crate::measure::REPORT) {
+        let mut measured = crate::measure::read(bytes, crate::measure::Method::InRunner);
+        by_first_word(&mut measured.usage);
+        crate::eval::parsers::attach_usage(&mut r.tests, measured);
+        let peak = r.tests.iter().filter_map(|t| t.usage.as_ref()).map(|u| u.memory_peak_bytes).max();
+        r.memory_peak_bytes = r.memory_peak_bytes.max(peak.unwrap_or(0));
+    }
     let (a, b) = (grade_list(f2p, &sm, fail_only), grade_list(p2p, &sm, fail_only));
     // v5's cross-check (SWE-bench PR #620): the test command's own exit status against the
     // parsed log. A command that failed while its log reports no failure at all has lines in
@@ -616,6 +699,23 @@ fn grade(
     r.fail_to_pass = Some(Grade { success: a.0, failure: a.1 });
     r.pass_to_pass = Some(Grade { success: b.0, failure: b.1 });
     Some(report)
+}
+
+/// The harness's pytest parsers name a test by the first word after its status (`PASSED
+/// tests/t.py::test[a b]` is `tests/t.py::test[a`): each node id with a space is also known by
+/// that word, when no other node id cuts to the same one (the parser could not tell them
+/// apart either).
+fn by_first_word<T: Clone>(usage: &mut BTreeMap<String, T>) {
+    let mut cut: BTreeMap<String, Option<T>> = BTreeMap::new();
+    for (name, u) in usage.iter() {
+        let Some(first) = name.split_whitespace().next().filter(|f| f.len() < name.len()) else { continue };
+        cut.entry(first.to_string()).and_modify(|e| *e = None).or_insert_with(|| Some(u.clone()));
+    }
+    for (first, u) in cut {
+        if let Some(u) = u {
+            usage.entry(first).or_insert(u);
+        }
+    }
 }
 
 /// The harness's run report, `<model>.<run_id>.json` in the output directory (its
@@ -795,6 +895,59 @@ mod tests {
         // A plain pass, and a failure of a test outside the lists, are not.
         let ok = format!("{START}\nPASSED {t}\nFAILED tests/other.py::x\nPASSED tests/other.py::x\n{END}\n");
         assert_eq!(reported_failed_then_passed(p, &ok, [&t].into_iter()), None);
+    }
+
+    #[test]
+    fn the_plugin_is_loaded_only_for_pytest_itself() {
+        let script = |cmd: &str| format!("#!/bin/bash\nset -uxo pipefail\npip install -e .\ngit apply -v - <<'E'\nx\nE\n: '{START}'\n{cmd}\n: '{END}'\ngit checkout\n");
+        for cmd in [
+            "pytest -rA tests/test_a.py",
+            "pytest --no-header -rA --tb=no -p no:cacheprovider t.py",
+            "python -m pytest -rA t.py",
+            "/opt/miniconda3/envs/testbed/bin/python3.9 -m pytest t.py",
+            "PYTHONWARNINGS=ignore::DeprecationWarning pytest -rA t.py",
+            "py.test t.py",
+        ] {
+            let s = script(cmd);
+            let m = measured_script(&s).unwrap_or_else(|| panic!("{cmd}: not measured"));
+            // The exports stand just before the start marker: the reinstall step runs without
+            // them, and the section the parsers read is the harness's own.
+            let export = "export PYTHONPATH=\"${PYTHONPATH:+$PYTHONPATH:}/polysandbox-measure/python\" PYTEST_ADDOPTS=\"${PYTEST_ADDOPTS:+$PYTEST_ADDOPTS }-p polysandbox_measure\"";
+            assert_eq!(m, s.replace(&format!(": '{START}'"), &format!("{export}\n: '{START}'")), "{cmd}");
+            let after = &m[m.find(START).unwrap()..];
+            assert!(!after.contains("polysandbox"), "{cmd}: {after}");
+            // The exit code is still the test command's.
+            assert!(record_test_exit_code(&m).contains(&format!("{cmd}\n{TEST_EXIT_CODE_VAR}=$?")), "{cmd}");
+        }
+        // Not pytest, or a runner between (tox drops PYTHONPATH, keeps PYTEST_ADDOPTS).
+        for cmd in [
+            "./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views",
+            "PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose sympy/x.py",
+            "tox --current-env -epy39 -v -- tests/test_build.py",
+            "python setup.py test",
+            "python -m unittest t",
+            "pytestx t.py",
+            "echo pytest",
+        ] {
+            assert_eq!(measured_script(&script(cmd)), None, "{cmd}");
+        }
+        assert_eq!(measured_script("pytest t.py\n"), None, "no start marker");
+    }
+
+    #[test]
+    fn a_node_id_cut_at_its_first_space_is_known_by_the_cut() {
+        let mut m: BTreeMap<String, u32> = [
+            ("t.py::a[x y]".to_string(), 1),
+            ("t.py::b[p q]".to_string(), 2),
+            ("t.py::b[p r]".to_string(), 3),
+            ("t.py::c".to_string(), 4),
+        ]
+        .into();
+        by_first_word(&mut m);
+        assert_eq!(m.get("t.py::a[x"), Some(&1));
+        // Two node ids cut to one word: the parser's one name is neither's.
+        assert_eq!(m.get("t.py::b[p"), None);
+        assert_eq!(m.len(), 5);
     }
 
     #[test]
