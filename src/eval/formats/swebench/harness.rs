@@ -178,7 +178,8 @@ pub fn measured_script(script: &str) -> Option<String> {
         ["pytest", ..] | ["py.test", ..] => true,
         [python, "-m", "pytest", ..] => {
             let base = python.rsplit('/').next().unwrap_or(python);
-            base == "python" || base.strip_prefix("python").is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            base == "python"
+                || base.strip_prefix("python").is_some_and(|v| v.chars().all(|c| c.is_ascii_digit() || c == '.'))
         }
         _ => false,
     };
@@ -899,7 +900,9 @@ mod tests {
 
     #[test]
     fn the_plugin_is_loaded_only_for_pytest_itself() {
-        let script = |cmd: &str| format!("#!/bin/bash\nset -uxo pipefail\npip install -e .\ngit apply -v - <<'E'\nx\nE\n: '{START}'\n{cmd}\n: '{END}'\ngit checkout\n");
+        let script = |cmd: &str| {
+            format!("#!/bin/bash\nset -uxo pipefail\npip install -e .\ngit apply -v - <<'E'\nx\nE\n: '{START}'\n{cmd}\n: '{END}'\ngit checkout\n")
+        };
         for cmd in [
             "pytest -rA tests/test_a.py",
             "pytest --no-header -rA --tb=no -p no:cacheprovider t.py",
