@@ -1070,3 +1070,18 @@ cat /w/t/sub/f"#;
         assert!(s["digests_after"][0]["sha256"].is_string(), "{m:?}: {s}");
     }
 }
+
+/// The command starts with every signal at its default, as a fresh process: polysandbox (a Rust
+/// program) ignores SIGPIPE, and an exec keeps what is ignored; `yes | head` then spun on EPIPE
+/// until its timeout.
+#[test]
+fn the_command_starts_with_default_signal_dispositions() {
+    for m in modes() {
+        let o =
+            m.run(&["--timeout=20s"], &["sh", "-c", "grep SigIgn /proc/self/status; yes | head -c 1000000 | wc -c"]);
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("SigIgn:\t0000000000000000"), "{m:?}: {out}");
+        assert!(out.contains("1000000"), "{m:?}: {out}");
+    }
+}

@@ -98,6 +98,17 @@ fn send(sock: RawFd, r: &InitReport) {
     let _ = sys::send_msg(sock, &data, &[]);
 }
 
+/// Rootless, the kernel charges the sandbox's inotify instances and watches to the caller, the
+/// user namespace's creator, against the caller's own limit (128 instances by default): one
+/// sandbox could take them all from the caller's other processes. Our user namespace's own
+/// limits (which we may set: we hold CAP_SYS_RESOURCE in it) cap what this sandbox takes.
+/// Best effort: a /proc/sys mounted read-only leaves the caller's limits alone.
+fn cap_user_budgets() {
+    for (name, max) in [("max_inotify_instances", "32"), ("max_inotify_watches", "65536")] {
+        let _ = std::fs::write(format!("/proc/sys/user/{name}"), max);
+    }
+}
+
 /// The init's whole life. Never returns.
 pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let sock_fd = sock.as_raw_fd();
@@ -174,6 +185,9 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
         }
     }
     super::trace::step("init: ids set");
+    if plan.rootless {
+        cap_user_budgets();
+    }
     let scratch = mounts::setup(plan.spec, &plan.rootfs, trees, &plan.bind_is_dir)?;
     super::trace::step("init: root built and pivoted");
     let layer_xattrs = user_xattrs(scratch.as_raw_fd());
@@ -643,6 +657,14 @@ impl ExecPlan {
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // Every signal at its default, as a fresh process has it: an exec keeps what is
+            // ignored, and polysandbox (as any Rust program) ignores SIGPIPE, which would leave
+            // `yes | head` spinning on EPIPE. (Handled ones are reset by the exec anyway.)
+            for sig in 1..=libc::SIGRTMAX() {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::signal(sig, libc::SIG_DFL);
+                }
+            }
             // A new session: the caller's terminal is not ours to push input into (TIOCSTI).
             libc::setsid();
             if let Some(fd) = plan.stdin {

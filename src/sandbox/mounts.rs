@@ -8,7 +8,8 @@
 //!   upper/ work/           the overlay's writable layer
 //!   root/                  the overlay: what becomes /
 //!     proc/                a fresh procfs, runc's masked and read-only paths applied
-//!     dev/                 a small tmpfs: null zero full random urandom tty, pts, shm
+//!     dev/                 a small read-only tmpfs: null zero full random urandom tty, pts;
+//!                          shm, a directory of the writable layer (counted in --disk)
 //!     ...                  --tmpfs and -v mounts
 //! ```
 //!
@@ -65,7 +66,7 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     for b in &spec.binds {
         let t = match trees.next() {
             Some(t) => t,
-            None => super::idmap::bind_tree(&b.source, b.readonly || b.overlay, None).map_err(|e| e.message)?,
+            None => super::idmap::bind_tree(&b.source, b.readonly || b.overlay, None, None).map_err(|e| e.message)?,
         };
         binds.push(t);
     }
@@ -95,7 +96,7 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
 
     proc(root)?;
     super::trace::step("init: /proc mounted");
-    dev(root)?;
+    dev(root, scratch.as_raw_fd())?;
     super::trace::step("init: /dev mounted");
     for t in &spec.tmpfs {
         let target = ensure_dir(root, &t.target)?;
@@ -229,7 +230,10 @@ fn proc(root: RawFd) -> Result<()> {
     Ok(())
 }
 
-fn dev(root: RawFd) -> Result<()> {
+/// /dev: a small tmpfs of device nodes (bound from the host's), made read-only once filled;
+/// `pts` a new devpts; `shm` a directory of the writable layer, so that what the command
+/// keeps there counts against `--disk` like any other file it writes.
+fn dev(root: RawFd, scratch: RawFd) -> Result<()> {
     let target = ensure_dir(root, "/dev")?;
     sys::mount(
         Some(c"tmpfs"),
@@ -271,14 +275,10 @@ fn dev(root: RawFd) -> Result<()> {
         "/dev/pts",
     )?;
     mkdirat(d, "shm", 0o1777)?;
-    sys::mount(
-        Some(c"tmpfs"),
-        &fd_path(d, "shm"),
-        Some(c"tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some(c"mode=1777,size=67108864"),
-        "/dev/shm",
-    )?;
+    mkdirat(scratch, "shm", 0o1777)?;
+    let shm = sys::openat2(scratch, "shm", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+        .map_err(|e| format!("open the writable layer's shm: {e}"))?;
+    sys::mount(Some(&fd_path(shm.as_raw_fd(), "")), &fd_path(d, "shm"), None, libc::MS_BIND, None, "/dev/shm")?;
     for (link, to) in [
         ("ptmx", "pts/ptmx"),
         ("fd", "/proc/self/fd"),
@@ -291,6 +291,16 @@ fn dev(root: RawFd) -> Result<()> {
             return Err(format!("symlink /dev/{link}: {}", std::io::Error::last_os_error()));
         }
     }
+    // Nothing more is written to /dev itself: its few KiB would be the one place outside
+    // --disk (pts and shm are mounts of their own, and stay writable).
+    sys::mount(
+        None,
+        &fd_path(d, ""),
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
+        None,
+        "/dev read-only",
+    )?;
     Ok(())
 }
 

@@ -295,7 +295,10 @@ pub struct Hardening {
     /// No setuid/setgid files ([`no_setid_rules`]): there is a read-write bind.
     pub no_setid: bool,
     /// No sched_setaffinity at all: `--cpus` is held by CPU affinity (no cgroup), which the
-    /// command could otherwise widen.
+    /// command could otherwise widen. And no setsid: without a cgroup, what shares a CPU
+    /// fairly between sandboxes is the scheduler's autogroup, one per session; a command that
+    /// made a session per process (each an autogroup of equal weight) would take a CPU it
+    /// shares with another sandbox almost whole.
     pub pin_affinity: bool,
 }
 
@@ -304,6 +307,7 @@ impl Hardening {
         let mut rules = Vec::new();
         if self.pin_affinity {
             rules.push(deny("sched_setaffinity", libc::EPERM, None));
+            rules.push(deny("setsid", libc::EPERM, None));
         }
         for (name, index) in OTHER_PROCESS {
             rules.push(deny(
@@ -950,6 +954,7 @@ mod tests {
                     }
                 }
                 assert_eq!(call("sched_setaffinity", 0, 0) == eperm, pin, "{arch:?} pin {pin}");
+                assert_eq!(call("setsid", 0, 0) == eperm, pin, "{arch:?} setsid, pin {pin}");
                 // The setid rules are not there without a read-write bind.
                 assert_eq!(call("fchmodat", 2, 0o4755), bpf::RET_ALLOW);
             }
