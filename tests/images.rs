@@ -145,7 +145,7 @@ fn image_config_sets_entrypoint_cmd_env_workdir_and_user() {
         };
         let config = serde_json::json!({
             "architecture": "amd64", "os": "linux",
-            "config": {"Env": ["GREETING=hello", "PATH=/bin"], "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo $GREETING $(id -u) $(pwd)"], "WorkingDir": "/srv/app", "User": "app"},
+            "config": {"Env": ["GREETING=hello", "PATH=/bin", "PSB_CALLERS_SECRET", "=no-name"], "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo $GREETING $(id -u) $(pwd)"], "WorkingDir": "/srv/app", "User": "app"},
             "rootfs": {"type": "layers", "diff_ids": [sha(&base), sha(&top)]}
         });
         std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
@@ -191,6 +191,22 @@ fn image_config_sets_entrypoint_cmd_env_workdir_and_user() {
             .output()
             .unwrap();
         assert_eq!(stdout(&o), "bye 0 /tmp\n", "{m:?}: {}", stderr(&o));
+        // An image's Env entry without a value is the image's own business: it never takes the
+        // caller's variable of that name (an image naming HF_TOKEN would get the caller's); only
+        // `-e NAME`, typed by the caller, passes one through.
+        let env = |extra: &[&str]| {
+            let o = store_cmd(m, &store)
+                .env("PSB_CALLERS_SECRET", "the-callers-value")
+                .args(["run", "--user", "0"])
+                .args(extra)
+                .args(["localhost/handmade:1", "env"])
+                .output()
+                .unwrap();
+            assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+            stdout(&o)
+        };
+        assert!(!env(&[]).contains("the-callers-value"), "{m:?}: the image took the caller's variable");
+        assert!(env(&["-e", "PSB_CALLERS_SECRET"]).contains("PSB_CALLERS_SECRET=the-callers-value"), "{m:?}");
     }
 }
 

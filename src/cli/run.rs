@@ -113,6 +113,12 @@ pub fn main(a: RunArgs) -> i32 {
     if !a.quiet {
         note_bind_owners(&spec);
     }
+    // The record's file is made, with room for the record, before the command starts: what the
+    // command writes (its output, a bind) cannot then fill that filesystem before the record.
+    let record_file = match a.stats_json.as_deref().map(RecordFile::reserve).transpose() {
+        Ok(f) => f,
+        Err(e) => return super::error(e),
+    };
     let report = match sandbox::run(&spec) {
         Ok(r) => r,
         Err(e) => return failed(a.stats_json.as_deref(), spec.argv.clone(), e, started),
@@ -122,12 +128,54 @@ pub fn main(a: RunArgs) -> i32 {
     } else if !a.quiet {
         note_fallbacks(&report);
     }
-    if let Some(path) = &a.stats_json {
-        if let Err(e) = write_record(path, &report) {
+    if let Some(f) = record_file {
+        if let Err(e) = f.write(&report) {
             return super::error(e);
         }
     }
     report.polysandbox_exit_code
+}
+
+/// A usage record's file, opened and given its room before the run.
+struct RecordFile {
+    file: std::fs::File,
+    path: PathBuf,
+    regular: bool,
+}
+
+impl RecordFile {
+    /// Room enough for any record (a few KiB; digests and limits included).
+    const ROOM: i64 = 256 << 10;
+
+    fn reserve(path: &Path) -> Result<RecordFile, String> {
+        use std::os::fd::AsRawFd;
+        let err = |e: std::io::Error| format!("--stats-json {}: {e}", path.display());
+        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(path).map_err(err)?;
+        let regular = file.metadata().map_err(err)?.is_file();
+        if regular {
+            // SAFETY: an fd we own; glibc writes blocks where the filesystem cannot allocate.
+            let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, Self::ROOM) };
+            if rc != 0 {
+                let _ = std::fs::remove_file(path);
+                return Err(err(std::io::Error::from_raw_os_error(rc)));
+            }
+        }
+        Ok(RecordFile { file, path: path.to_path_buf(), regular })
+    }
+
+    fn write(mut self, report: &Report) -> Result<(), String> {
+        use std::io::{Seek, Write};
+        let json = serde_json::to_string_pretty(report).expect("report serialises") + "\n";
+        let err = |e: std::io::Error| format!("--stats-json {}: {e}", self.path.display());
+        if self.regular {
+            self.file.seek(std::io::SeekFrom::Start(0)).map_err(err)?;
+        }
+        self.file.write_all(json.as_bytes()).map_err(err)?;
+        if self.regular {
+            self.file.set_len(json.len() as u64).map_err(err)?;
+        }
+        Ok(())
+    }
 }
 
 /// polysandbox itself failed: one line on stderr, as every subcommand says its failures, and
@@ -282,11 +330,16 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<(Spec, Option<crate::
         nofile: a.nofile,
     };
     spec.env = default_env(&spec.hostname);
-    for e in image_env.iter().chain(a.env.iter()) {
+    // The image's own variables are K=V and nothing else: an entry without a value is the
+    // image's, never taken from polysandbox's environment (an image naming HF_TOKEN or
+    // AWS_SECRET_ACCESS_KEY must not be handed the caller's). Only `-e K`, which the caller
+    // typed, passes a variable through.
+    let image_env = image_env.into_iter().filter(|e| matches!(e.split_once('='), Some((k, _)) if !k.is_empty()));
+    for e in image_env.chain(a.env.iter().cloned()) {
         let kv = match e.split_once('=') {
             Some(("", _)) => return Err(usage(format!("invalid -e '{e}': expected K=V"))),
             Some(_) => e.clone(),
-            None => match std::env::var(e) {
+            None => match std::env::var(&e) {
                 Ok(v) => format!("{e}={v}"),
                 Err(_) => continue,
             },
