@@ -128,11 +128,17 @@ fn resume_skips_only_unchanged_instances() {
         pids.extend(["--pids", "512"]);
         let p2 = eval_in(m, &dir, &pids);
         assert_eq!((code(&p2.out), p2.results().len()), (0, 2), "{m:?}: {}", stderr(&p2.out));
+        // So is --strict: a flagged prediction resolved without it is unresolved with it, so a
+        // verdict reached without it is not kept (it was).
+        let mut strict = pids.clone();
+        strict.push("--strict");
+        let s2 = eval_in(m, &dir, &strict);
+        assert_eq!((code(&s2.out), s2.results().len()), (0, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
         // A different prediction is a different instance run.
         let mut changed = resumed.clone();
         changed[4] = "gold";
         let c = eval_in(m, &dir, &changed);
-        assert_eq!(c.results().len(), 3, "{m:?}");
+        assert_eq!(c.results().len(), 4, "{m:?}");
         assert_eq!(c.verdict("python/sum-two"), "resolved");
         assert_eq!(c.report()["resolved"], 1);
     }

@@ -108,7 +108,8 @@ pub fn run(p: &Project, echo: &mut (dyn Write + Send)) -> Result<Outcome, String
     for e in &p.runner.env {
         c.args(["-e", &e.replace("{memory}", &p.memory.to_string())]);
     }
-    c.args(&p.run_args).args(["-w", &mount]).arg(&p.image).arg("--").args(command(&p.runner, &p.name, p.setup));
+    c.args(&p.run_args).args(["-w", &mount]);
+    super::child::image_then(&mut c, &p.image).args(command(&p.runner, &p.name, p.setup));
     // One pipe for both streams, as eval's log file is one file for both.
     let mut fds = [0i32; 2];
     // SAFETY: a two-int array for pipe2 to fill.
