@@ -129,15 +129,18 @@ fn take_slot(slots: u32) -> Result<(u32, Option<std::fs::File>), Error> {
 /// the sandbox's own host id rather than to root. Our filesystem uid stays 0 (cloning into a
 /// cgroup checks it). [`back_to_root`] right after the clone, in the parent. Single-threaded
 /// only (sandbox::run checks): the raw syscalls change this thread's credentials alone.
-pub fn become_owner(uid: u32) -> Result<(), Error> {
+/// Returns whether it did: not where `uid` is no id of ours (polysandbox as "root" of a user
+/// namespace, e.g. under `unshare -r`, where root mode cannot map its range anyway and says so
+/// when it writes the maps).
+pub fn become_owner(uid: u32) -> bool {
     // SAFETY: plain credential syscalls on our own thread.
     unsafe {
         if libc::syscall(libc::SYS_setresuid, u32::MAX, uid, u32::MAX) != 0 {
-            return Err(Error::new(super::ErrorKind::Host, format!("setresuid: {}", std::io::Error::last_os_error())));
+            return false;
         }
         libc::syscall(libc::SYS_setfsuid, 0);
     }
-    Ok(())
+    true
 }
 
 /// Back to uid 0 (our real and saved uid), which restores our capabilities; the credential

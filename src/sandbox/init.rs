@@ -660,9 +660,12 @@ impl ExecPlan {
             // Every signal at its default, as a fresh process has it: an exec keeps what is
             // ignored, and polysandbox (as any Rust program) ignores SIGPIPE, which would leave
             // `yes | head` spinning on EPIPE. (Handled ones are reset by the exec anyway.)
-            for sig in 1..=libc::SIGRTMAX() {
+            // The raw call: glibc's refuses its own two real-time signals (32, 33), which can
+            // arrive ignored too.
+            let dfl: libc::sigaction = std::mem::zeroed();
+            for sig in 1..=64 {
                 if sig != libc::SIGKILL && sig != libc::SIGSTOP {
-                    libc::signal(sig, libc::SIG_DFL);
+                    libc::syscall(libc::SYS_rt_sigaction, sig, &dfl, std::ptr::null_mut::<libc::sigaction>(), 8);
                 }
             }
             // A new session: the caller's terminal is not ours to push input into (TIOCSTI).

@@ -270,8 +270,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     //    when the init is cloned (`single_threaded`).
     let rootfs = validate(spec)?;
     single_threaded()?;
-    // SAFETY: geteuid cannot fail.
-    let rootless = unsafe { libc::geteuid() } != 0;
+    let rootless = !host_root();
 
     // 2. The cgroup, now only where the init is cloned straight into it (v2); otherwise
     //    (v1) it is made after the init is released, while the init builds its root.
@@ -323,11 +322,9 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // The sandbox's host ids (as root, a slot of its own, held until we return), and its user
     // namespace created by them, not by root (see idmap.rs).
     let ids = idmap::Ids::allocate(rootless)?;
-    if !rootless {
-        idmap::become_owner(ids.uid)?;
-    }
+    let owner = !rootless && idmap::become_owner(ids.uid);
     let cloned = sys::clone3(flags, cg_fd);
-    if !matches!(cloned, Ok((0, _))) && !rootless {
+    if !matches!(cloned, Ok((0, _))) && owner {
         idmap::back_to_root();
     }
     let (pid, pidfd) = match cloned {
@@ -482,8 +479,7 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
     if !spec.workdir.starts_with('/') {
         return Err(usage(format!("working directory '{}' must be absolute", spec.workdir)));
     }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 && spec.user != (0, 0) {
+    if !host_root() && spec.user != (0, 0) {
         return Err(usage(format!(
             "uid {} gid {} cannot exist in a rootless sandbox, which maps only uid 0 (run as root, or pass --user 0)",
             spec.user.0, spec.user.1
@@ -667,6 +663,18 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {
     use std::os::fd::FromRawFd;
     // SAFETY: two new fds we own.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// Whether we are the host's root: uid 0 in the initial user namespace. Root of another user
+/// namespace (a rootless container, `unshare -r`) cannot map the sandbox's id range and runs
+/// sandboxes as an unprivileged user does.
+pub fn host_root() -> bool {
+    // The initial user namespace's inode number is fixed (PROC_USER_INIT_INO).
+    const INIT_USERNS: u64 = 0xEFFF_FFFD;
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let uid0 = unsafe { libc::geteuid() == 0 };
+    uid0 && std::fs::metadata("/proc/self/ns/user").is_ok_and(|m| m.ino() == INIT_USERNS)
 }
 
 /// (read ends, write ends) of the stdout and stderr pipes. When our own stdout and stderr are

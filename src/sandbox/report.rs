@@ -718,8 +718,7 @@ impl Report {
             limits: BTreeMap::new(),
             cgroup: None,
             cgroup_unavailable: None,
-            // SAFETY: geteuid cannot fail.
-            rootless: unsafe { libc::geteuid() } != 0,
+            rootless: !super::host_root(),
             digests_after: Vec::new(),
             protect: None,
         }
