@@ -44,9 +44,14 @@ pub struct PullArgs {
 }
 
 /// Pulls with the default settings (for `run IMAGE` when the image is missing).
-pub fn pull_quietly(store: &Store, reference: &str, show: bool) -> Result<(), String> {
+pub fn pull_quietly(
+    store: &Store,
+    reference: &str,
+    show: bool,
+    platform: Option<crate::image::oci::Platform>,
+) -> Result<(), String> {
     let o = Options {
-        platform: pull::native_platform(),
+        platform: platform.unwrap_or_else(pull::native_platform),
         jobs: 6,
         tls_verify: None,
         cert_dir: None,

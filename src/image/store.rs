@@ -334,6 +334,69 @@ impl Store {
         Ok((blobs, roots, bytes))
     }
 
+    /// The image `input` names, as podman finds one in its storage: a name as given (a short
+    /// one as `localhost/NAME`, then Docker Hub's, then any one stored name whose repository
+    /// ends in `/NAME` with the same tag), else an image ID (the config digest, `sha256:` or
+    /// not, in full or a unique prefix of at least 3 hex digits). Returns the stored name and
+    /// the manifest descriptor; None when nothing matches.
+    pub fn find(&self, input: &str) -> Result<Option<(String, Descriptor)>, String> {
+        let index = self.index()?;
+        let named: Vec<(String, &Descriptor)> = index
+            .manifests
+            .iter()
+            .filter_map(|d| Some((d.annotations.as_ref()?.get(REF_ANNOTATION)?.clone(), d)))
+            .collect();
+        let by_name = |n: &str| named.iter().find(|(name, _)| name == n).map(|(n, d)| (n.clone(), (*d).clone()));
+        if let Ok(candidates) = crate::reference::Reference::local_candidates(input) {
+            for c in &candidates {
+                if let Some(hit) = by_name(&c.to_string()) {
+                    return Ok(Some(hit));
+                }
+            }
+            if !crate::reference::names_registry(input) && !input.contains('@') {
+                // The tail: `python:bookworm` finds `localhost/polysandbox/python:bookworm`.
+                let r = &candidates[candidates.len() - 1];
+                let path = input.rsplit_once(':').filter(|(_, t)| !t.contains('/')).map_or(input, |(p, _)| p);
+                let tail = format!("/{path}:{}", r.tag.as_deref().unwrap_or("latest"));
+                let hits: Vec<&(String, &Descriptor)> = named.iter().filter(|(n, _)| n.ends_with(&tail)).collect();
+                match hits.as_slice() {
+                    [] => {}
+                    [(n, d)] => return Ok(Some((n.clone(), (*d).clone()))),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
+                        return Err(format!("'{input}' is ambiguous in the store: it could be {}", names.join(", ")));
+                    }
+                }
+            }
+        }
+        let hex = input.strip_prefix("sha256:").unwrap_or(input);
+        if hex.len() < 3 || hex.len() > 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return Ok(None);
+        }
+        let mut found: Option<(String, String, Descriptor)> = None;
+        for (n, d) in &named {
+            let Ok(id) = self.image_id(&d.digest) else { continue };
+            if id.trim_start_matches("sha256:").starts_with(hex) {
+                match &found {
+                    Some((other, _, _)) if *other != id => {
+                        return Err(format!("image ID '{input}' is ambiguous in the store: give more of it"))
+                    }
+                    Some(_) => {}
+                    None => found = Some((id, n.clone(), (*d).clone())),
+                }
+            }
+        }
+        Ok(found.map(|(_, n, d)| (n, d)))
+    }
+
+    /// The image ID of the manifest `manifest_digest`: its config's digest, as podman's, the
+    /// same whatever archive or registry the image came from.
+    pub fn image_id(&self, manifest_digest: &str) -> Result<String, String> {
+        let m: super::oci::Manifest = serde_json::from_slice(&self.read_blob(manifest_digest)?)
+            .map_err(|e| format!("manifest {manifest_digest}: {e}"))?;
+        Ok(m.config.digest)
+    }
+
     /// The manifest descriptor named `reference`.
     pub fn lookup(&self, reference: &str) -> Result<Option<Descriptor>, String> {
         Ok(self.index()?.manifests.into_iter().find(|d| {

@@ -605,8 +605,6 @@ struct ExecPlan {
 }
 
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Docker's default capabilities, as numbers.
-const KEPT_CAPS: &[u32] = &[0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31];
 
 impl ExecPlan {
     fn new(plan: &Plan) -> Result<ExecPlan, String> {
@@ -659,6 +657,13 @@ impl ExecPlan {
             // SAFETY: plain setrlimit.
             unsafe { libc::setrlimit(res, &r) }
         };
+        for r in &plan.spec.rlimits {
+            let l = libc::rlimit { rlim_cur: r.soft, rlim_max: r.hard };
+            // SAFETY: plain setrlimit.
+            if unsafe { libc::setrlimit(r.resource as _, &l) } != 0 {
+                fail(StartErrorKind::Setup, format!("--ulimit: {}", std::io::Error::last_os_error()));
+            }
+        }
         if let Some(n) = lim.nofile {
             if set(libc::RLIMIT_NOFILE, n) != 0 {
                 fail(StartErrorKind::Setup, format!("--nofile {n}: {}", std::io::Error::last_os_error()));
@@ -686,7 +691,7 @@ impl ExecPlan {
             }
         }
         let (uid, gid) = plan.spec.user;
-        if let Err(e) = drop_caps() {
+        if let Err(e) = drop_caps(plan.spec.caps) {
             fail(StartErrorKind::Setup, e);
         }
         if gid != 0 || uid != 0 {
@@ -748,21 +753,23 @@ impl ExecPlan {
     }
 }
 
-/// Keeps Docker's default capabilities (in the sandbox's user namespace) and no others.
-fn drop_caps() -> Result<(), String> {
+/// Keeps the capabilities of `mask` (Docker's default set unless `--cap-add`/`--cap-drop`
+/// changed it; in the sandbox's user namespace) and no others.
+fn drop_caps(mask: u64) -> Result<(), String> {
     let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(40);
     for cap in 0..=last {
-        if !KEPT_CAPS.contains(&cap) {
+        if mask & (1u64 << cap) == 0 {
             // SAFETY: prctl with integer arguments.
             if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
                 return Err(format!("drop capability {cap}: {}", std::io::Error::last_os_error()));
             }
         }
     }
-    let mask: u64 = KEPT_CAPS.iter().fold(0, |m, c| m | (1u64 << c));
+    // A capability this kernel does not have cannot be kept.
+    let mask = mask & (u64::MAX >> (63 - last.min(63)));
     #[repr(C)]
     struct Header {
         version: u32,

@@ -16,6 +16,8 @@
 //!
 //! [`run`] performs the supervisor's steps in order; `init.rs` the init's and the command's.
 
+pub mod caps;
+pub mod chown;
 mod idmap;
 mod init;
 mod monitor;
@@ -81,6 +83,34 @@ pub struct Bind {
 pub struct Tmpfs {
     pub target: String,
     pub size: Option<u64>,
+    /// Its root directory's mode (default 1777).
+    pub mode: Option<u32>,
+    pub readonly: bool,
+    pub noexec: bool,
+    /// Further tmpfs options, checked: `uid=N`, `gid=N` (ids inside the sandbox), `nr_inodes=N`.
+    pub options: Vec<String>,
+}
+
+impl Tmpfs {
+    pub fn new(target: &str) -> Tmpfs {
+        Tmpfs { target: target.into(), size: None, mode: None, readonly: false, noexec: false, options: Vec::new() }
+    }
+}
+
+/// One resource limit of the command's processes (`--ulimit`): `setrlimit(resource, soft, hard)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimit {
+    pub resource: i32,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// The terminal the command gets with `-t`: a pseudo-terminal whose slave is made inside the
+/// sandbox (its own devpts) and whose master only the supervisor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tty {
+    /// The window size to start with (rows, columns), from the caller's terminal.
+    pub size: Option<(u16, u16)>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +156,14 @@ pub struct Spec {
     /// them immovable) when a process of the sandbox first asks, by SIGUSR2 to pid 1
     /// (`--protect`).
     pub protect: Vec<String>,
+    /// The capabilities the command keeps, as a mask (`caps::default_mask()`: Docker's).
+    pub caps: u64,
+    /// Resource limits of the command's processes besides `--nofile` (`--ulimit`).
+    pub rlimits: Vec<Rlimit>,
+    /// The root filesystem is read-only (`--read-only`); tmpfs, binds and /dev stay as asked.
+    pub read_only: bool,
+    /// `-t`: a pseudo-terminal for the command's stdin, stdout and stderr.
+    pub tty: Option<Tty>,
 }
 
 impl Spec {
@@ -145,6 +183,10 @@ impl Spec {
             user: (0, 0),
             digest_after: Vec::new(),
             protect: Vec::new(),
+            caps: caps::default_mask(),
+            rlimits: Vec::new(),
+            read_only: false,
+            tty: None,
         }
     }
 }
