@@ -35,6 +35,9 @@ pub struct PullArgs {
     /// setuid/setgid bits, device nodes or file capabilities.
     #[arg(long)]
     shared: bool,
+    /// The auth file to take credentials from (alone), as podman's --authfile.
+    #[arg(long, value_name = "FILE")]
+    authfile: Option<PathBuf>,
     /// Store directory.
     #[arg(long)]
     root: Option<PathBuf>,
@@ -63,6 +66,9 @@ pub fn pull_quietly(
 }
 
 pub fn main(a: PullArgs) -> i32 {
+    if let Some(f) = a.authfile.clone() {
+        crate::image::auth::use_file(f);
+    }
     let store = match Store::open_as(&a.root.clone().unwrap_or_else(Store::default_root), a.shared) {
         Ok(s) => s,
         Err(e) => return super::error(e),

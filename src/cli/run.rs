@@ -59,31 +59,31 @@ pub struct RunArgs {
     #[arg(long = "read-only-tmpfs", value_name = "BOOL", num_args = 0..=1, require_equals = true, default_value = "true", default_missing_value = "true", action = clap::ArgAction::Set)]
     read_only_tmpfs: bool,
     /// CPU limit, e.g. 1.5.
-    #[arg(long, value_parser = units::parse_cpus)]
+    #[arg(allow_negative_numbers = true, long, value_parser = units::parse_cpus)]
     cpus: Option<f64>,
     /// Memory limit, no swap, e.g. 512M.
-    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    #[arg(allow_negative_numbers = true, short = 'm', long, value_parser = units::parse_size)]
     memory: Option<u64>,
     /// Most processes and threads at once.
-    #[arg(long, value_parser = units::parse_count)]
+    #[arg(allow_negative_numbers = true, long, value_parser = units::parse_count)]
     pids: Option<u64>,
     /// podman's name for --pids (0 or -1: no limit).
     #[arg(long = "pids-limit", value_name = "N", allow_negative_numbers = true, conflicts_with = "pids", value_parser = parse_pids_limit)]
     pids_limit: Option<u64>,
     /// Wall-clock limit, e.g. 60s.
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(allow_negative_numbers = true, long, value_parser = units::parse_duration)]
     timeout: Option<Duration>,
     /// CPU-time limit over all processes, e.g. 30s.
-    #[arg(long = "cpu-time", value_parser = units::parse_duration)]
+    #[arg(allow_negative_numbers = true, long = "cpu-time", value_parser = units::parse_duration)]
     cpu_time: Option<Duration>,
     /// Size of the writable layer, e.g. 1G.
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(allow_negative_numbers = true, long, value_parser = units::parse_size)]
     disk: Option<u64>,
     /// Cap on stdout+stderr together, e.g. 1M.
-    #[arg(long = "output-limit", value_parser = units::parse_size)]
+    #[arg(allow_negative_numbers = true, long = "output-limit", value_parser = units::parse_size)]
     output_limit: Option<u64>,
     /// Most open files per process.
-    #[arg(long, value_parser = units::parse_count)]
+    #[arg(allow_negative_numbers = true, long, value_parser = units::parse_count)]
     nofile: Option<u64>,
     /// A resource limit of the command's processes, NAME=SOFT[:HARD] (core, cpu, data, fsize,
     /// locks, memlock, msgqueue, nice, nofile, nproc, rss, rtprio, rttime, sigpending, stack,
@@ -133,6 +133,9 @@ pub struct RunArgs {
     /// registry's differs from the stored one; the stored one if the registry cannot be reached).
     #[arg(long, default_value = "missing", value_parser = ["missing", "always", "never", "newer"])]
     pull: String,
+    /// The auth file to take credentials from (alone) when IMAGE is pulled.
+    #[arg(long, value_name = "FILE")]
+    authfile: Option<PathBuf>,
     /// The platform of IMAGE to pull and run, e.g. linux/arm64 (default: this machine's).
     #[arg(long, value_parser = crate::image::pull::parse_platform, conflicts_with = "rootfs")]
     platform: Option<crate::image::oci::Platform>,
@@ -254,6 +257,9 @@ fn parse_ulimit(s: &str) -> Result<sandbox::Rlimit, String> {
 
 pub fn main(a: RunArgs) -> i32 {
     let started = Instant::now();
+    if let Some(f) = a.authfile.clone() {
+        crate::image::auth::use_file(f);
+    }
     // The image's rootfs stays locked (shared) while the sandbox runs on it.
     let (spec, _rootfs_lock, chowns) = match to_spec(a.rootfs.clone(), &a) {
         Ok(s) => s,
@@ -565,7 +571,7 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
         return Err(usage("--nofile and --ulimit nofile=...: give one".into()));
     }
     if a.tty {
-        spec.tty = Some(sandbox::Tty { size: terminal_size() });
+        spec.tty = Some(sandbox::Tty { size: sandbox::terminal_size() });
     }
     if let Some(u) = &a.user {
         spec.user = parse_user(u).map_err(usage)?;
@@ -616,15 +622,6 @@ fn read_env_file(path: &Path) -> Result<Vec<String>, String> {
         v.push(line.trim_end_matches('\r').to_string());
     }
     Ok(v)
-}
-
-/// The caller's terminal size (rows, columns), from stdin, stdout or stderr, whichever is one.
-fn terminal_size() -> Option<(u16, u16)> {
-    [0, 1, 2].into_iter().find_map(|fd| {
-        // SAFETY: a winsize for the kernel to fill.
-        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
-        (unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_row > 0).then_some((ws.ws_row, ws.ws_col))
-    })
 }
 
 fn default_env(hostname: &str, tty: bool) -> Vec<String> {

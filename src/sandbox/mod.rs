@@ -332,13 +332,15 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // 3. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
     let (sup_sock, init_sock) = socketpair()?;
     let (out_read, out_write) = match spec.limits.output {
-        Some(_) => {
+        // With -t the output comes through the pty, counted there.
+        Some(_) if spec.tty.is_none() => {
             let (r, w) = pipes()?;
             (Some(r), Some(w))
         }
-        None => (None, None),
+        _ => (None, None),
     };
-    let stdin = private_stdin()?;
+    // With -t the command's stdin is the pty; ours is read by the supervisor alone.
+    let stdin = if spec.tty.is_some() { None } else { private_stdin()? };
     let plan = Plan {
         spec,
         stdin: stdin.as_ref().map(|f| f.as_raw_fd()),
@@ -456,7 +458,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .cpu_time
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, started);
+    let outcome =
+        monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, spec.tty.is_some(), started);
     let wall = started.elapsed();
     trace::step("init reaped");
 
@@ -720,6 +723,15 @@ fn affinity_for(cpus: f64) -> Vec<usize> {
     let n = (cpus.ceil() as usize).clamp(1, allowed.len().max(1));
     let start = std::process::id() as usize % allowed.len().max(1);
     (0..n).map(|i| allowed[(start + i) % allowed.len()]).collect()
+}
+
+/// The size (rows, columns) of the caller's terminal: stdin, stdout or stderr, whichever is one.
+pub fn terminal_size() -> Option<(u16, u16)> {
+    [0, 1, 2].into_iter().find_map(|fd| {
+        // SAFETY: a winsize for the kernel to fill.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        (unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_row > 0).then_some((ws.ws_row, ws.ws_col))
+    })
 }
 
 /// (dev, ino) of our own binary: the init refuses to exec it inside the sandbox.
