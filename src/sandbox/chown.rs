@@ -199,10 +199,13 @@ mod tests {
             std::fs::create_dir(tree.join("theirs")).unwrap();
             std::fs::write(tree.join("theirs/f"), "x").unwrap();
             std::os::unix::fs::chown(tree.join("theirs"), Some(777), Some(777)).unwrap();
-            let got = chown_tree(&tree, 5000, 5000).unwrap();
-            assert_eq!(got.others, 1);
+            std::fs::write(tree.join("a/mine"), "x").unwrap();
+            let got = chown_tree(&tree, 4242, 4343).unwrap();
+            assert_eq!((got.others, got.changed), (1, 1), "{got:?}");
             assert_eq!(std::fs::metadata(tree.join("theirs/f")).unwrap().uid(), 0);
-            assert_eq!(std::fs::metadata(tree.join("a/b/file")).unwrap().uid(), 5000, "handed over again");
+            assert_eq!(std::fs::metadata(tree.join("a/mine")).unwrap().uid(), 4242, "handed over, in a tree handed before");
+            // A tree handed to another id is not the caller's to hand on.
+            assert!(chown_tree(&tree, 5000, 5000).is_err());
         } else {
             // Rootless: to the caller itself, which changes nothing but the group.
             let got = chown_tree(&tree, me, my_gid).unwrap();

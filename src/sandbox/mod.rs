@@ -411,6 +411,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let hardening = seccomp::Hardening {
         no_setid: spec.binds.iter().any(|b| !b.readonly && !b.overlay),
         pin_affinity: spec.limits.cpus.is_some() && held.cpus.is_none(),
+        caps: (spec.caps != caps::default_mask()).then_some(spec.caps),
     };
     let arch = seccomp::Arch::native();
     let seccomp = match &spec.seccomp {
