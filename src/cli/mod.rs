@@ -52,7 +52,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a command in a fresh sandbox, on a root filesystem or an image.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
     Eval(eval::EvalArgs),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
@@ -113,7 +113,7 @@ pub fn main() -> i32 {
         std::env::set_var("POLYSANDBOX_ROOT", root);
     }
     let code = match cli.command {
-        Command::Run(args) => run::main(args),
+        Command::Run(args) => run::main(*args),
         Command::Eval(args) => eval::main(args),
         Command::Calibrate(args) => calibrate::main(args),
         Command::Test(args) => test::main(args),

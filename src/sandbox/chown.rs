@@ -203,7 +203,11 @@ mod tests {
             let got = chown_tree(&tree, 4242, 4343).unwrap();
             assert_eq!((got.others, got.changed), (1, 1), "{got:?}");
             assert_eq!(std::fs::metadata(tree.join("theirs/f")).unwrap().uid(), 0);
-            assert_eq!(std::fs::metadata(tree.join("a/mine")).unwrap().uid(), 4242, "handed over, in a tree handed before");
+            assert_eq!(
+                std::fs::metadata(tree.join("a/mine")).unwrap().uid(),
+                4242,
+                "handed over, in a tree handed before"
+            );
             // A tree handed to another id is not the caller's to hand on.
             assert!(chown_tree(&tree, 5000, 5000).is_err());
         } else {

@@ -459,8 +459,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .cpu_time
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
-    let outcome =
-        monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, spec.tty.is_some(), started);
+    let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some() };
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 

@@ -248,18 +248,25 @@ impl Drop for Pty {
 /// How often the supervisor reads the cgroup's CPU time for `--cpu-time`.
 const CPU_CHECK: Duration = Duration::from_millis(10);
 
+/// What the supervisor relays: the output pipes' read ends (when the output is counted), or,
+/// with `-t`, the pty whose master the init sends.
+pub struct Relay {
+    pub pipes: Option<Vec<OwnedFd>>,
+    pub tty: bool,
+}
+
 /// `cpu`: the `--cpu-time` limit in seconds and a reader of the CPU time used so far, where the
 /// supervisor checks it (a cgroup counts); else the init's watchdog does.
 pub fn watch(
     child: &Child,
     sock: &OwnedFd,
     sigfd: &SignalFd,
-    out: Option<Vec<OwnedFd>>,
+    relay: Relay,
     limits: &Limits,
     cpu: Option<(f64, &dyn Fn() -> Option<f64>)>,
-    tty: bool,
     started: Instant,
 ) -> Outcome {
+    let Relay { pipes: out, tty } = relay;
     let deadline = limits.timeout.map(|t| started + t);
     let mut next_cpu_check = started + CPU_CHECK;
     let mut stopped: Option<Stop> = None;

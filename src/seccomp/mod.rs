@@ -160,6 +160,7 @@ fn kernel_at_least(min: &str) -> bool {
 
 impl Rule {
     /// Whether the rule applies on `arch` to a command that keeps Docker's default capabilities.
+    #[cfg(test)]
     fn applies(&self, arch: Arch) -> bool {
         let kept: Vec<String> = KEPT_CAPS.iter().map(|c| c.to_string()).collect();
         self.applies_with(arch, &kept)
@@ -923,7 +924,8 @@ mod tests {
     fn no_setid_rules_refuse_setuid_and_setgid_modes_only() {
         for arch in [Arch::X86_64, Arch::Aarch64] {
             for base in [DEFAULT_PROFILE, ALLOW_ALL] {
-                let p = compile_hardened(base, arch, Hardening { no_setid: true, pin_affinity: false, caps: None }).unwrap();
+                let p = compile_hardened(base, arch, Hardening { no_setid: true, pin_affinity: false, caps: None })
+                    .unwrap();
                 let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
                 let at = |name: &str, idx: usize, mode: u64| {
                     let mut args = [0u64; 6];
@@ -962,8 +964,12 @@ mod tests {
             let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
             let base = compile(DEFAULT_PROFILE, arch).unwrap();
             for pin in [false, true] {
-                let p =
-                    compile_hardened(DEFAULT_PROFILE, arch, Hardening { no_setid: false, pin_affinity: pin, caps: None }).unwrap();
+                let p = compile_hardened(
+                    DEFAULT_PROFILE,
+                    arch,
+                    Hardening { no_setid: false, pin_affinity: pin, caps: None },
+                )
+                .unwrap();
                 let call = |name: &str, idx: usize, v: u64| {
                     let mut args = [0u64; 6];
                     args[idx] = v;
