@@ -642,3 +642,40 @@ fn login_keeps_credentials_in_the_containers_auth_file_and_pull_uses_them() {
         assert_eq!(code(&p), 125, "{m:?}: the default file has no credentials now: {}", stderr(&p));
     }
 }
+
+/// `run --platform` runs the image of that platform (pulled when the stored one is another's),
+/// and `run --pull newer` asks the registry, or runs the stored image when it cannot.
+#[test]
+fn run_platform_and_pull_newer() {
+    let s = shared();
+    let m = modes()[0];
+    let store = m.owned_dir("run-platform");
+    let image = format!("127.0.0.1:{}/fixture/multi:1", s.plain);
+    let run = |args: &[&str]| {
+        m.command().arg("--root").arg(&store).arg("run").args(args).stdin(Stdio::null()).output().unwrap()
+    };
+    let arch = |name: &str| {
+        let o = ps(m, &store, &["inspect", "--format", "{{.Architecture}}", name], &[]);
+        stdout(&o).trim().to_string()
+    };
+    let o = run(&["-q", "--platform", "linux/arm64", &image, "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(arch(&image), "arm64");
+    let o = run(&["-q", "--pull", "never", "--platform", "linux/amd64", &image, "--", "true"]);
+    assert_eq!(code(&o), 125);
+    assert!(stderr(&o).contains("not for linux/amd64"), "{}", stderr(&o));
+    let o = run(&["-q", "--platform", "linux/amd64", &image, "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(arch(&image), "amd64", "the other platform's image was pulled");
+    // --pull newer through a registry that goes away: the stored image, and a note.
+    let (proxy_proc, port, _log) = proxy(s.plain, &[]);
+    let through = format!("127.0.0.1:{port}/fixture/busybox:1");
+    let o = run(&["--pull", "newer", &through, "--", "echo", "fresh"]);
+    assert_eq!(stdout(&o), "fresh\n", "{}", stderr(&o));
+    drop(proxy_proc);
+    let o = run(&["--pull", "newer", &through, "--", "echo", "stored"]);
+    assert_eq!(stdout(&o), "stored\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("--pull newer"), "{}", stderr(&o));
+    let o = run(&["--pull", "always", &through, "--", "echo", "never"]);
+    assert_eq!(code(&o), 125, "{}", stdout(&o));
+}

@@ -68,6 +68,11 @@ pub fn chown_tree(source: &Path, uid: u32, gid: u32) -> Result<Chowned, String> 
         return Err(format!("-v {shown}:...:U: refused: it is owned by uid {}, not by you", st.st_uid));
     }
     let mut done = Chowned::default();
+    if st.st_mode & libc::S_IFMT == libc::S_IFREG && st.st_nlink > 1 {
+        // Its other names may be anywhere on the filesystem.
+        done.linked = 1;
+        return Ok(done);
+    }
     let dev = st.st_dev;
     let chown = |fd: RawFd, st: &libc::stat, what: &dyn Fn() -> String, done: &mut Chowned| -> Result<(), String> {
         if (st.st_uid, st.st_gid) == (uid, gid) {

@@ -393,7 +393,9 @@ pub fn watch(
             }
         }
         if let Some(p) = pty.as_mut() {
-            if stdin_at.is_some_and(|i| pfds[i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0) {
+            if stdin_at
+                .is_some_and(|i| pfds[i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
+            {
                 p.read_stdin();
             }
             if master_at.is_some_and(|i| pfds[i].revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0)
