@@ -66,7 +66,7 @@ enum Command {
     Import(import::ImportArgs),
     /// List the images in the store.
     Images(images::ImagesArgs),
-    /// Show an image's manifest, config, rootfs and what unpacking changed.
+    /// Show images (by name or ID) as JSON: config, manifest, rootfs, what unpacking changed.
     Inspect(inspect::InspectArgs),
     /// Remove images by name or ID (their rootfs goes with their last name, when unused).
     Rmi(rmi::RmiArgs),
