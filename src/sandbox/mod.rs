@@ -16,6 +16,8 @@
 //!
 //! [`run`] performs the supervisor's steps in order; `init.rs` the init's and the command's.
 
+pub mod caps;
+pub mod chown;
 mod idmap;
 mod init;
 mod monitor;
@@ -81,6 +83,34 @@ pub struct Bind {
 pub struct Tmpfs {
     pub target: String,
     pub size: Option<u64>,
+    /// Its root directory's mode (default 1777).
+    pub mode: Option<u32>,
+    pub readonly: bool,
+    pub noexec: bool,
+    /// Further tmpfs options, checked: `uid=N`, `gid=N` (ids inside the sandbox), `nr_inodes=N`.
+    pub options: Vec<String>,
+}
+
+impl Tmpfs {
+    pub fn new(target: &str) -> Tmpfs {
+        Tmpfs { target: target.into(), size: None, mode: None, readonly: false, noexec: false, options: Vec::new() }
+    }
+}
+
+/// One resource limit of the command's processes (`--ulimit`): `setrlimit(resource, soft, hard)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimit {
+    pub resource: i32,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// The terminal the command gets with `-t`: a pseudo-terminal whose slave is made inside the
+/// sandbox (its own devpts) and whose master only the supervisor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tty {
+    /// The window size to start with (rows, columns), from the caller's terminal.
+    pub size: Option<(u16, u16)>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +156,14 @@ pub struct Spec {
     /// them immovable) when a process of the sandbox first asks, by SIGUSR2 to pid 1
     /// (`--protect`).
     pub protect: Vec<String>,
+    /// The capabilities the command keeps, as a mask (`caps::default_mask()`: Docker's).
+    pub caps: u64,
+    /// Resource limits of the command's processes besides `--nofile` (`--ulimit`).
+    pub rlimits: Vec<Rlimit>,
+    /// The root filesystem is read-only (`--read-only`); tmpfs, binds and /dev stay as asked.
+    pub read_only: bool,
+    /// `-t`: a pseudo-terminal for the command's stdin, stdout and stderr.
+    pub tty: Option<Tty>,
 }
 
 impl Spec {
@@ -145,6 +183,10 @@ impl Spec {
             user: (0, 0),
             digest_after: Vec::new(),
             protect: Vec::new(),
+            caps: caps::default_mask(),
+            rlimits: Vec::new(),
+            read_only: false,
+            tty: None,
         }
     }
 }
@@ -290,14 +332,17 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let (sup_sock, init_sock) = socketpair()?;
     // Output goes through our pipes when it is counted, and whenever our stdout or stderr is a
     // file: a command handed the caller's file could reopen it through /proc/self/fd/1 (and
-    // read what was there before) or grow it with fallocate, past --disk and uncounted.
-    let (out_read, out_write) = if spec.limits.output.is_some() || is_a_file(1) || is_a_file(2) {
+    // read what was there before) or grow it with fallocate, past --disk and uncounted. With -t
+    // the output comes through the pty, counted and relayed there.
+    let relay = spec.limits.output.is_some() || is_a_file(1) || is_a_file(2);
+    let (out_read, out_write) = if relay && spec.tty.is_none() {
         let (r, w) = pipes()?;
         (Some(r), Some(w))
     } else {
         (None, None)
     };
-    let stdin = private_stdin()?;
+    // With -t the command's stdin is the pty; ours is read by the supervisor alone.
+    let stdin = if spec.tty.is_some() { None } else { private_stdin()? };
     let plan = Plan {
         spec,
         stdin: stdin.as_ref().map(|f| f.as_raw_fd()),
@@ -376,6 +421,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let hardening = seccomp::Hardening {
         no_setid: spec.binds.iter().any(|b| !b.readonly && !b.overlay),
         pin_affinity: spec.limits.cpus.is_some() && held.cpus.is_none(),
+        caps: (spec.caps != caps::default_mask()).then_some(spec.caps),
     };
     let arch = seccomp::Arch::native();
     let seccomp = match &spec.seccomp {
@@ -423,7 +469,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .cpu_time
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, started);
+    let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some() };
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 
@@ -777,6 +824,15 @@ fn try_lock(path: &std::path::Path) -> Option<std::fs::File> {
         .ok()?;
     // SAFETY: flock on an fd we own.
     (unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(f)
+}
+
+/// The size (rows, columns) of the caller's terminal: stdin, stdout or stderr, whichever is one.
+pub fn terminal_size() -> Option<(u16, u16)> {
+    [0, 1, 2].into_iter().find_map(|fd| {
+        // SAFETY: a winsize for the kernel to fill.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        (unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_row > 0).then_some((ws.ws_row, ws.ws_col))
+    })
 }
 
 /// (dev, ino) of our own binary: the init refuses to exec it inside the sandbox.

@@ -100,13 +100,26 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     super::trace::step("init: /dev mounted");
     for t in &spec.tmpfs {
         let target = ensure_dir(root, &t.target)?;
-        let size = t.size.map(|s| format!(",size={s}")).unwrap_or_default();
+        let mut data = format!("mode={:o}", t.mode.unwrap_or(0o1777));
+        if let Some(s) = t.size {
+            data += &format!(",size={s}");
+        }
+        for o in &t.options {
+            data += &format!(",{o}");
+        }
+        let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
+        if t.readonly {
+            flags |= libc::MS_RDONLY;
+        }
+        if t.noexec {
+            flags |= libc::MS_NOEXEC;
+        }
         sys::mount(
             Some(c"tmpfs"),
             &fd_path(target.as_raw_fd(), ""),
             Some(c"tmpfs"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&cstr(format!("mode=1777{size}"))),
+            flags,
+            Some(&cstr(data)),
             &t.target,
         )?;
     }
@@ -117,6 +130,19 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
         } else {
             sys::move_mount_to_fd(tree.as_raw_fd(), target.as_raw_fd(), &b.target)?;
         }
+    }
+
+    if spec.read_only {
+        // The overlay itself, not what is mounted on it: /proc, /dev, --tmpfs and -v stay as
+        // asked. (The command cannot remount it: no CAP_SYS_ADMIN, and seccomp denies mount.)
+        sys::mount(
+            None,
+            &fd_path(root, ""),
+            None,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+            None,
+            "/ read-only (--read-only)",
+        )?;
     }
 
     nix::unistd::sethostname(&spec.hostname).map_err(|e| format!("sethostname: {e}"))?;
