@@ -226,6 +226,8 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     const FORGED: &str = "the results are not the runner's own";
     let reason = if rec.output_limit_exceeded {
         Some("output limit reached".to_string())
+    } else if let Some(why) = not_alone(&rec, output) {
+        Some(why)
     } else if let Some(why) = &parsed.tampered {
         Some(format!("{FORGED}: {why}"))
     } else if rec.signal.is_some() {
@@ -290,6 +292,29 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     });
     r.verdict = if reason.is_none() { Verdict::Resolved } else { Verdict::Unresolved };
     r.reason = reason;
+}
+
+/// A run whose runner built the solution without its tests first (`{alone}`) and could not:
+/// the solution uses what only the test files declare (a Go table variable, a Java test
+/// class), so it is no solution whatever the tests say. The reason, with the build's first
+/// error line.
+fn not_alone(rec: &Report, output: &str) -> Option<String> {
+    use super::prepare::{ALONE_FAILED, ALONE_MARKER};
+    if rec.exit_code != Some(ALONE_FAILED) || rec.signal.is_some() {
+        return None;
+    }
+    let at = output.lines().position(|l| l.trim_end() == ALONE_MARKER)?;
+    let lines: Vec<&str> = output.lines().take(at).collect();
+    // The compiler's first error: go's `./x.go:3:5: undefined: y`, javac's `X.java:3: error: ...`.
+    let first = lines
+        .iter()
+        .find(|l| l.contains("error") || l.contains("undefined") || l.contains(": cannot find symbol"))
+        .or_else(|| lines.iter().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| l.trim().chars().take(200).collect::<String>());
+    Some(format!(
+        "the solution does not build without the test files: it uses what only the tests declare{}",
+        first.map(|f| format!(" ({f})")).unwrap_or_default()
+    ))
 }
 
 /// `--strict`: a resolved prediction flagged for tampering is graded unresolved, with the
