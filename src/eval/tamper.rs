@@ -546,6 +546,10 @@ fn config_file(path: &str) -> Option<&'static str> {
         ".mocharc.js" | ".mocharc.json" | ".mocharc.yml" | ".mocharc.yaml" | "vitest.config.ts"
         | "vitest.config.js" | "karma.conf.js" => "the test runner's configuration",
         "build.rs" => "a build script (cargo runs it before the tests)",
+        "junit-platform.properties" => "the JUnit Platform's configuration (listeners, extensions it loads)",
+        _ if path.contains("META-INF/services/org.junit") => {
+            "a JUnit service registration (a listener or extension the launcher loads)"
+        }
         _ if lower.ends_with(".pth") => "a .pth file (Python runs its import lines at start)",
         _ if path.contains(".cargo/config") => "cargo's configuration (.cargo/config)",
         _ => return None,
@@ -590,7 +594,10 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
             out.push(s);
         }
     };
-    for (path, body) in super::patch::sections(patch) {
+    let sections = super::patch::sections(patch);
+    // pytest's own repository: its code under test is the runner.
+    let runner_repo = sections.iter().any(|(p, _)| p.split('/').any(|c| c == "_pytest"));
+    for (path, body) in sections {
         if let Some(what) = config_file(&path) {
             push(format!("changes {what}: {path}"));
         } else if mixed_config(&path) {
@@ -624,8 +631,72 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
         if path.ends_with(".py") && once(&PYTEST_HOOK, r"\bdef\s+pytest_\w+\s*\(").is_match(&added) {
             push(format!("adds a pytest hook function: {path}"));
         }
+        // Code that reaches into the test runner from any file: the package under test runs
+        // when the tests import it (the fourth red team's `__init__.py` replaced pytest's
+        // `Function.runtest` through `sys.modules`). Not for the runner's own repository
+        // (pytest's code under test is the runner).
+        for (langs, re, what) in runner_reach() {
+            let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+            if !langs.contains(&ext) || (ext == "py" && runner_repo) {
+                continue;
+            }
+            if let Some(m) = re.find(&added) {
+                push(format!("{what} ({}): {path}", excerpt(m.as_str())));
+            }
+        }
     }
     out
+}
+
+/// What reaches into a test runner from code under test, by the file's extension: its
+/// internals replaced or looked up by name, its results' process ended around them.
+fn runner_reach() -> &'static [(&'static [&'static str], Regex, &'static str)] {
+    static R: OnceLock<Vec<(&'static [&'static str], Regex, &'static str)>> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = |p: &str| Regex::new(p).expect("runner reach");
+        vec![
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\b_pytest\b|['"](pytest|_pytest|unittest|pluggy|nose|py\.test)(\.[\w.]*)?['"]|\bpytest\s*\.\s*(Function|Item|Module|Class|Session|Collector|File|Package|TestReport|CallInfo|Config|Pytester|hookimpl|hookspec)\b|\b(runtest|_hookexec|from_item_and_call|pytest_runtest_\w+|pytest_report_\w+|repr_failure|pytest_collection\w*)\b"#),
+                "reaches into pytest's internals",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\b(TestCase|TestResult|TextTestResult|TextTestRunner|TestSuite|TestLoader|TestProgram|IsolatedAsyncioTestCase)\s*\.\s*\w+\s*=[^=]|\bunittest\s*(\.\s*\w+){1,2}\s*=[^=]|\bunittest\s*\.\s*(result|runner|case|suite|loader|main)\s*\.\s*_"#),
+                "replaces unittest's runner or results",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\bbuiltins\s*\.\s*\w+\s*=[^=]|__builtins__\s*(\[[^\]]*\]|\.\s*\w+)\s*=[^=]|\bsetattr\s*\(\s*(builtins|__builtins__)\b"#),
+                "replaces builtins",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\batexit\s*\.\s*register\b|\bos\s*\.\s*_exit\s*\(|\bsys\s*\.\s*(settrace|setprofile|addaudithook|excepthook\s*=[^=]|exit\s*=[^=])|\bfaulthandler\b"#),
+                "ends the process or hooks the interpreter around the test results (atexit, os._exit, a trace or audit hook)",
+            ),
+            (
+                &["go"][..],
+                r(r#"\btesting\s*\.\s*(MainStart|Init|RegisterCover|InternalTest|InternalBenchmark|InternalExample|InternalFuzzTarget|Testing)\b|go:linkname\s+\w+\s+testing\.|["`]-test\.\w+|\bflag\s*\.\s*(Set|Lookup|CommandLine)\b[^\n]*test\."#),
+                "reaches into Go's testing internals or the test binary's flags",
+            ),
+            (
+                &["js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx"][..],
+                r(r#"\b(global|globalThis|window)\s*(\.\s*|\[\s*['"`])(test|it|describe|expect|beforeAll|beforeEach|afterAll|afterEach|jasmine|fit|xit|xtest|xdescribe)\b['"`]?\s*\]?\s*=[^=]|\bexpect\s*\.\s*(getState|setState)\b|['"`](jest-circus|jest-runner|jest-runtime|jest-jasmine2|jest-snapshot|@jest/(core|reporters|test-result|environment|expect|expect-utils|test-sequencer|transform))(/[\w/.-]*)?['"`]|\bjasmine\s*\.\s*\w+"#),
+                "reaches into jest's globals or internals",
+            ),
+            (
+                &["java", "kt", "kts", "scala", "groovy"][..],
+                r(r#"\b(TestExecutionListener|LauncherSessionListener|LauncherDiscoveryListener|PostDiscoveryFilter|RunListener|TestExecutionExceptionHandler|InvocationInterceptor)\b|org\.junit\.platform\.launcher|junit\.platform\.(listeners|extensions\.autodetection)|org\.junit\.runner\.notification"#),
+                "registers a JUnit listener or interceptor",
+            ),
+            (
+                &["rs"][..],
+                r(r#"#!\s*\[\s*(feature\s*\(\s*(test|custom_test_frameworks)|test_runner|reexport_test_harness_main)|\bextern\s+crate\s+test\b"#),
+                "replaces Rust's test harness",
+            ),
+        ]
+    })
 }
 
 #[cfg(test)]
@@ -857,5 +928,57 @@ mod tests {
         // A plain code change, and setup.cfg changes that leave the test run alone, are not.
         assert!(scan_patch(&p("src/pkg/mod.py", "return a + b")).is_empty());
         assert!(scan_patch(&p("setup.cfg", "version = 2")).is_empty());
+    }
+
+    /// Code under test that reaches into the runner, from any file the patch adds lines to
+    /// (the fourth red team's: the package's `__init__.py` replaced pytest's `runtest`).
+    #[test]
+    fn patches_that_reach_into_the_runner_from_any_file_are_flagged() {
+        let p = |path: &str, lines: &str| {
+            let added: String = lines.lines().map(|l| format!("+{l}\n")).collect();
+            format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,9 @@\n x\n{added}")
+        };
+        let forges = [
+            ("calc/__init__.py", "import sys as _s\n_r = _s.modules.get(\"_pytest.python\")\nif _r is not None: _r.Function.runtest = lambda self: None"),
+            ("calc/__init__.py", "import importlib\nimportlib.import_module('_pytest.runner')"),
+            ("calc/__init__.py", "import pytest\npytest.Function.runtest = lambda self: None"),
+            ("calc/util.py", "import unittest\nunittest.TestCase.run = lambda self, result=None: None"),
+            ("calc/util.py", "from unittest import TestResult\nTestResult.addFailure = TestResult.addSuccess"),
+            ("calc/util.py", "import builtins\nbuiltins.AssertionError = type('A', (Exception,), {})"),
+            ("calc/util.py", "import atexit, os\natexit.register(lambda: os._exit(0))"),
+            ("calc/util.py", "import sys\nsys.settrace(None)"),
+            ("pkg/util.go", "import \"testing\"\nvar _ = testing.MainStart"),
+            ("pkg/util.go", "func init() { os.Args = append(os.Args, \"-test.run=^TestX$\") }"),
+            ("src/index.js", "globalThis.test = (n, f) => {};"),
+            ("src/index.js", "global['it'] = () => {};"),
+            ("src/index.js", "const s = expect.getState();"),
+            ("src/index.js", "require('jest-circus/runner');"),
+            ("src/main/java/x/L.java", "class L implements org.junit.platform.launcher.TestExecutionListener {}"),
+            ("src/lib.rs", "#![feature(custom_test_frameworks)]"),
+            ("src/main/resources/META-INF/services/org.junit.platform.launcher.TestExecutionListener", "x.L"),
+            ("src/test/resources/junit-platform.properties", "junit.jupiter.extensions.autodetection.enabled=true"),
+        ];
+        for (path, lines) in forges {
+            assert!(!scan_patch(&p(path, lines)).is_empty(), "not flagged: {path}: {lines}");
+        }
+        // Honest code: tests that use pytest as tests do, a CLI that exits, pytest's own code.
+        let honest = [
+            ("tests/test_x.py", "import pytest\n\n@pytest.mark.parametrize('a', [1, 2])\ndef test_a(a):\n    with pytest.raises(ValueError):\n        f(a)"),
+            ("src/flask/cli.py", "import sys\nsys.exit(1)"),
+            ("src/x.js", "describe('x', () => { it('works', () => { expect(f()).toBe(1); }); });"),
+        ];
+        for (path, lines) in honest {
+            assert!(
+                scan_patch(&p(path, lines)).is_empty(),
+                "flagged: {path}: {lines}: {:?}",
+                scan_patch(&p(path, lines))
+            );
+        }
+        let own = format!(
+            "{}{}",
+            p("src/_pytest/python.py", "def runtest(self):\n    pass"),
+            p("testing/test_x.py", "from _pytest.pytester import Pytester")
+        );
+        assert!(scan_patch(&own).is_empty(), "{:?}", scan_patch(&own));
     }
 }
