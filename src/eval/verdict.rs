@@ -312,8 +312,8 @@ fn not_alone(rec: &Report, output: &str) -> Option<String> {
         .or_else(|| lines.iter().rev().find(|l| !l.trim().is_empty()))
         .map(|l| l.trim().chars().take(200).collect::<String>());
     Some(format!(
-        "the solution does not build without the test files: it uses what only the tests declare{}",
-        first.map(|f| format!(" ({f})")).unwrap_or_default()
+        "the solution does not build without the test files (a solution must; one that uses what only the tests declare does not){}",
+        first.map(|f| format!(": {f}")).unwrap_or_default()
     ))
 }
 
@@ -486,6 +486,28 @@ mod tests {
         assert_eq!((r.verdict, r.reason.as_deref()), (Verdict::Timeout, Some("cpu-time limit reached")));
         assert_eq!(verdict(with(json!({"status": "oom", "oom_killed": true, "exit_code": null}))), Verdict::Oom);
         assert_eq!(verdict(with(json!({"status": "interrupted", "exit_code": null}))), Verdict::Interrupted);
+    }
+
+    /// The runner built the solution alone first and could not (`{alone}`): unresolved with the
+    /// compiler's line, whatever came before; the same marker from code that ran later, with
+    /// another exit status, changes nothing.
+    #[test]
+    fn a_solution_that_does_not_build_alone_is_unresolved() {
+        use crate::eval::prepare::{ALONE_FAILED, ALONE_MARKER};
+        let out = format!("# sublist\n./sublist.go:19:21: undefined: testCases\n{ALONE_MARKER}\n");
+        let run = |code: i32, output: String| Run {
+            parser: Parser::Gotest,
+            check: control("TestT"),
+            record: Some(record(json!({"exit_code": code}))),
+            output,
+            ..Run::default()
+        };
+        let r = grade_run(run(ALONE_FAILED, out.clone()));
+        assert_eq!(r.verdict, Verdict::Unresolved);
+        let why = r.reason.unwrap();
+        assert!(why.contains("does not build without the test files") && why.contains("undefined: testCases"), "{why}");
+        let r = grade_run(run(1, out));
+        assert!(!r.reason.unwrap_or_default().contains("does not build"));
     }
 
     #[test]
