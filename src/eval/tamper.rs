@@ -120,7 +120,7 @@ const RULES: &[Rule] = &[
     // The assertions the tests call, rewritten (a snippet's tests use node's assert).
     Rule {
         langs: &["javascript", "typescript"],
-        pattern: r"\bassert\w*\s*(\.\s*\w+\s*)?=[^=]|\b(defineProperty|assign|setPrototypeOf)\s*\(\s*assert\b",
+        pattern: r"\bassert\s*\.\s*\w+\s*=[^=>]|\b(defineProperty|assign|setPrototypeOf)\s*\(\s*assert\b",
         what: "rewrites the assertions the tests call",
     },
     Rule {
@@ -844,6 +844,7 @@ mod tests {
             ("python", "import os\np = os.path.join('a', 'b')\n# the os and sys words in a comment\ns = 'sys os'\n"),
             ("python", "def f(word):\n    return getattr(word, 'upper')()\n"),
             ("javascript", "export class Zipper {\n  constructor(tree) { this.tree = tree; }\n}\n// process each row\nconst s = 'process';\n"),
+            ("javascript", "const assert = require('assert');\nlet assertion = 1;\nassert.ok(assertion === 1);\n"),
             ("cpp", "#include \"sum_two.h\"\n#include <vector>\n#include <boost/date_time/posix_time/posix_time.hpp>\n"),
             ("go", "package s\nimport (\n\t\"fmt\"\n\tstr \"strings\"\n)\nvar _ = fmt.Sprint(str.ToUpper(\"x\"))\n"),
             ("rust", "use std::collections::HashMap;\nuse permutohedron::Heap as Permutations;\n"),
