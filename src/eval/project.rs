@@ -10,7 +10,7 @@
 
 use super::catalogue::{Runner, MEASURE, MEASURE_REPORT};
 use super::parsers::{self, TestResult};
-use super::prepare::{shell_quote, REPORT};
+use super::prepare::REPORT;
 use crate::sandbox::report::Report;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -81,7 +81,7 @@ pub fn command(runner: &Runner, name: &str, setup: bool) -> Vec<String> {
         .test
         .iter()
         .filter(|a| a.as_str() != "{tests}")
-        .map(|a| a.replace("{report}", REPORT).replace("{name}", &shell_quote(name)).replace("{tests}", ""));
+        .map(|a| super::prepare::expand_test_arg(a, name).replace("{tests}", ""));
     if !setup || runner.setup.is_empty() {
         return test.collect();
     }
