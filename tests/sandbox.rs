@@ -85,6 +85,17 @@ fn env_workdir_hostname_and_user() {
     let o = Mode::Root.run(&["--user", "1000:1000"], &sh("id -u; id -g"));
     if is_root() {
         assert_eq!(stdout(&o), "1000\n1000\n", "{}", stderr(&o));
+        // An id past the sandbox's range would name another sandbox's (or the host's) ids on
+        // the host, the owner `:U` hands a bind to: refused before anything is touched.
+        let dir = Mode::Root.owned_dir("user-range");
+        for user in ["65536", "0:70000", "4294967294"] {
+            let v = format!("{}:/x:U", dir.display());
+            let o = Mode::Root.run(&["--user", user, "-v", &v], &sh("id -u"));
+            assert_eq!(o.status.code(), Some(125), "--user {user}: {} {}", stdout(&o), stderr(&o));
+            assert!(stderr(&o).contains("outside the sandbox's 65536 ids"), "--user {user}: {}", stderr(&o));
+        }
+        let uid = std::fs::metadata(&dir).unwrap();
+        assert_eq!(std::os::unix::fs::MetadataExt::uid(&uid), 0, "the bind was handed over");
     }
 }
 
@@ -1185,8 +1196,22 @@ fn tmpfs_options() {
             stderr(&o)
         );
         assert!(out.ends_with("700\n"), "{m:?}: {out}");
+        // Without a size: a directory of the writable layer, with the mode and owner asked.
+        let o = m.run(&["--tmpfs", "/u:mode=0750,noexec"], &sh("grep ' /u ' /proc/mounts; stat -c %a /u"));
+        let out = stdout(&o);
+        assert!(out.contains("noexec") && out.ends_with("750\n"), "{m:?}: {out} {}", stderr(&o));
         let o = m.run(&["--tmpfs", "/t:ro"], &sh("touch /t/x 2>&1"));
         assert!(stdout(&o).contains("Read-only"), "{m:?}: {}", stdout(&o));
+        // A --tmpfs, and --read-only's /tmp and /run, are part of the writable layer: what the
+        // command writes there counts against --disk (each was a tmpfs of the kernel's default
+        // size, half the host's memory, outside --disk and, rootless, --memory).
+        let (o, s) = m.run_stats(
+            &["--disk=4M", "--read-only", "--tmpfs", "/t"],
+            &sh("for d in /t /tmp /run; do dd if=/dev/zero of=$d/fill bs=1M count=16 2>/dev/null; done; echo done"),
+        );
+        assert!(stdout(&o).contains("done"), "{m:?}: {}", stderr(&o));
+        assert_eq!(s["disk_limit_reached"], true, "{m:?}: {s}");
+        assert!(s["disk_used_bytes"].as_u64().unwrap() <= 4 << 20, "{m:?}: {s}");
     }
 }
 

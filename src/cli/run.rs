@@ -267,7 +267,10 @@ pub fn main(a: RunArgs) -> i32 {
     };
     // `:U`: the binds handed to the ids the sandbox writes them as, before it starts.
     for source in &chowns {
-        let (uid, gid) = bind_owner(&spec);
+        let (uid, gid) = match bind_owner(&spec) {
+            Ok(ids) => ids,
+            Err(e) => return failed(a.stats_json.as_deref(), spec.argv.clone(), sandbox::Error::new(ErrorKind::Usage, e), started),
+        };
         match sandbox::chown::chown_tree(source, uid, gid) {
             Ok(c) => {
                 let left = c.others + c.linked + c.other_fs;
@@ -359,14 +362,20 @@ impl RecordFile {
 /// The host ids a read-write bind is written as: as root, the sandbox's user's own
 /// unprivileged host ids (see docs/threat-model.md); rootless, the caller's (the sandbox's
 /// root is the caller).
-fn bind_owner(spec: &Spec) -> (u32, u32) {
+fn bind_owner(spec: &Spec) -> Result<(u32, u32), String> {
     // SAFETY: geteuid and getegid cannot fail.
     let (euid, egid) = unsafe { (libc::geteuid(), libc::getegid()) };
     if !sandbox::host_root() {
-        return (euid, egid);
+        return Ok((euid, egid));
+    }
+    // The user (the image's `User`, or --user) is one of the sandbox's 65536 ids, or the
+    // sandbox could not run as it anyway: never an offset that reaches other hosts' ids.
+    let (u, g) = spec.user;
+    if u >= sandbox::ID_RANGE || g >= sandbox::ID_RANGE {
+        return Err(format!("uid {u} gid {g} is outside the sandbox's {} ids (0 to {})", sandbox::ID_RANGE, sandbox::ID_RANGE - 1));
     }
     let (uid, gid) = sandbox::root_host_ids();
-    (uid + spec.user.0, gid + spec.user.1)
+    Ok((uid + u, gid + g))
 }
 
 /// polysandbox itself failed: one line on stderr, as every subcommand says its failures, and

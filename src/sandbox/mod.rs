@@ -34,6 +34,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 pub use idmap::root_host_ids;
+/// How many ids a root-run sandbox has (uid and gid 0 to ID_RANGE - 1 inside).
+pub const ID_RANGE: u32 = idmap::RANGE;
 pub use monitor::reap_all;
 pub use report::{ErrorKind, Report};
 
@@ -525,6 +527,14 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
     }
     if !spec.workdir.starts_with('/') {
         return Err(usage(format!("working directory '{}' must be absolute", spec.workdir)));
+    }
+    if spec.user.0 >= ID_RANGE || spec.user.1 >= ID_RANGE {
+        return Err(usage(format!(
+            "uid {} gid {} is outside the sandbox's {ID_RANGE} ids (0 to {})",
+            spec.user.0,
+            spec.user.1,
+            ID_RANGE - 1
+        )));
     }
     if !host_root() && spec.user != (0, 0) {
         return Err(usage(format!(

@@ -98,15 +98,13 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     super::trace::step("init: /proc mounted");
     dev(root, scratch.as_raw_fd())?;
     super::trace::step("init: /dev mounted");
-    for t in &spec.tmpfs {
+    // A --tmpfs (and --read-only's /tmp, /run, /var/tmp) without a size is a directory of the
+    // writable layer, bound where asked: what the command keeps there counts against --disk
+    // (and, rootless, --memory, which watches that tmpfs), as every byte it writes must. A
+    // tmpfs of its own would have the kernel's default size, half the host's memory, outside
+    // both. One with size=N is a tmpfs of that size (at most --disk): the caller's choice.
+    for (n, t) in spec.tmpfs.iter().enumerate() {
         let target = ensure_dir(root, &t.target)?;
-        let mut data = format!("mode={:o}", t.mode.unwrap_or(0o1777));
-        if let Some(s) = t.size {
-            data += &format!(",size={s}");
-        }
-        for o in &t.options {
-            data += &format!(",{o}");
-        }
         let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
         if t.readonly {
             flags |= libc::MS_RDONLY;
@@ -114,14 +112,34 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
         if t.noexec {
             flags |= libc::MS_NOEXEC;
         }
-        sys::mount(
-            Some(c"tmpfs"),
-            &fd_path(target.as_raw_fd(), ""),
-            Some(c"tmpfs"),
-            flags,
-            Some(&cstr(data)),
-            &t.target,
-        )?;
+        if let Some(size) = t.size {
+            let size = spec.limits.disk.map_or(size, |d| size.min(d));
+            let mut data = format!("mode={:o},size={size}", t.mode.unwrap_or(0o1777));
+            for o in &t.options {
+                data += &format!(",{o}");
+            }
+            sys::mount(Some(c"tmpfs"), &fd_path(target.as_raw_fd(), ""), Some(c"tmpfs"), flags, Some(&cstr(data)), &t.target)?;
+            continue;
+        }
+        let dir = format!("tmpfs{n}");
+        mkdirat(scratch.as_raw_fd(), &dir, t.mode.unwrap_or(0o1777))?;
+        let src = sys::openat2(scratch.as_raw_fd(), &dir, libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+            .map_err(|e| format!("{}: {e}", t.target))?;
+        let id = |key: &str| t.options.iter().find_map(|o| o.strip_prefix(key)?.parse::<u32>().ok());
+        let (u, g) = (id("uid="), id("gid="));
+        if u.is_some() || g.is_some() {
+            nix::unistd::fchownat(
+                Some(src.as_raw_fd()),
+                "",
+                u.map(nix::unistd::Uid::from_raw),
+                g.map(nix::unistd::Gid::from_raw),
+                nix::unistd::FchownatFlags::AT_EMPTY_PATH,
+            )
+            .map_err(|e| format!("{}: uid/gid: {e}", t.target))?;
+        }
+        sys::mount(Some(&fd_path(src.as_raw_fd(), "")), &fd_path(target.as_raw_fd(), ""), None, libc::MS_BIND, None, &t.target)?;
+        let target = ensure_dir(root, &t.target)?;
+        sys::mount(None, &fd_path(target.as_raw_fd(), ""), None, flags | libc::MS_REMOUNT | libc::MS_BIND, None, &t.target)?;
     }
     for (n, ((b, tree), is_dir)) in spec.binds.iter().zip(binds).zip(bind_is_dir).enumerate() {
         let target = if *is_dir { ensure_dir(root, &b.target)? } else { ensure_file(root, &b.target)? };
