@@ -309,7 +309,6 @@ fn bad_input_is_one_clear_line_and_writes_nothing() {
     let p = polyglot();
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["/nonexistent/dataset"], "dataset /nonexistent/dataset"),
-        (vec![&p, "--shard", "0/2"], "shards count from 1"),
         (vec![&p, "-t", "python/nope"], "-t python/nope"),
         (vec![&p, "--image", "cobol=x"], "no language \"cobol\""),
         (vec![&p, "--filter-category", "cobol"], "--filter-category cobol"),
@@ -324,6 +323,17 @@ fn bad_input_is_one_clear_line_and_writes_nothing() {
         assert!(err.contains(msg), "{args:?}: {err}");
         assert!(!dir.exists(), "{args:?}: wrote {}", dir.display());
     }
+    // A value clap's parser refuses: a usage error (2), clap's message, nothing written.
+    let dir = m.owned_dir("bad").join("out");
+    let r = eval_in(m, &dir, &[&p, "--shard", "0/2"]);
+    assert_eq!(code(&r.out), 2, "{}", stderr(&r.out));
+    assert!(
+        stderr(&r.out)
+            .starts_with("polysandbox: error: invalid value '0/2' for '--shard <I/N>': 0/2: shards count from 1"),
+        "{}",
+        stderr(&r.out)
+    );
+    assert!(!dir.exists(), "wrote {}", dir.display());
 }
 
 #[test]

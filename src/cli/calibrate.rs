@@ -20,7 +20,7 @@ pub struct CalibrateArgs {
     /// The dataset: an Aider-layout directory or a JSON/JSONL file.
     dataset: PathBuf,
     /// Gold runs per instance (tests whose status differs between them are flaky).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20), allow_hyphen_values = true)]
     runs: u32,
     /// Skip the stub run.
     #[arg(long)]

@@ -10,7 +10,14 @@ use std::time::Duration;
 #[derive(Args, Debug)]
 pub struct Common {
     /// Sandboxes at once (also bounded by the host's memory and the limits).
-    #[arg(short = 'j', long, default_value_t = 2, visible_alias = "max-workers", alias = "max_workers")]
+    #[arg(
+        short = 'j',
+        long,
+        default_value_t = 2,
+        visible_alias = "max-workers",
+        alias = "max_workers",
+        allow_hyphen_values = true
+    )]
     jobs: usize,
     /// Only these languages.
     #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
@@ -20,21 +27,21 @@ pub struct Common {
     instances: Vec<String>,
     /// Wall-clock limit per instance (default: the catalogue's per language; 1800 s for
     /// SWE-bench records, as its harness).
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
     /// CPUs per instance (default: the catalogue's).
-    #[arg(long, value_parser = units::parse_cpus)]
+    #[arg(long, value_parser = units::parse_cpus, allow_hyphen_values = true)]
     cpus: Option<f64>,
     /// Memory per instance, no swap (default: the catalogue's).
-    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    #[arg(short = 'm', long, value_parser = units::parse_size, allow_hyphen_values = true)]
     memory: Option<u64>,
     /// The most an instance may write, its tree's changes included (default: its memory
     /// limit; the writable layer is a tmpfs that counts against it).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     disk: Option<u64>,
     /// Processes and threads at once per sandbox (default 4096): a prediction cannot take
     /// the host's process ids from its neighbours or the host.
-    #[arg(long, default_value_t = crate::eval::options::DEFAULT_PIDS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = crate::eval::options::DEFAULT_PIDS, value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true)]
     pids: u64,
     /// Use this image for a language: LANG=REF.
     #[arg(long = "image", value_name = "LANG=REF")]
@@ -70,13 +77,13 @@ pub struct Common {
     per_test: String,
     /// Per-test wall-clock limit where tests run one per process: a test past it is stopped
     /// and failed, the others go on.
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_timeout: Option<Duration>,
     /// Per-test memory limit where tests run one per process (resident memory, sampled).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     test_memory: Option<u64>,
     /// Per-test CPU time limit where tests run one per process (RLIMIT_CPU).
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_cpu_time: Option<Duration>,
 }
 

@@ -33,7 +33,7 @@ pub struct EvalArgs {
     #[command(flatten)]
     common: Common,
     /// A deterministic sample of N instances.
-    #[arg(short = 'n', long = "sample", value_name = "N")]
+    #[arg(short = 'n', long = "sample", value_name = "N", allow_hyphen_values = true)]
     sample: Option<usize>,
     /// Where results.jsonl, report.json, junit.xml and logs/ go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
@@ -43,7 +43,7 @@ pub struct EvalArgs {
     #[arg(long)]
     resume: bool,
     /// Retries of an instance that ended in an infrastructure error.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     retries: u32,
     /// Run shard I of N (from 1), a deterministic split for job arrays.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]

@@ -35,11 +35,22 @@ mod tag;
 mod test;
 
 use clap::{Parser, Subcommand};
+
+const AFTER_HELP: &str = "\
+Exit status of a command line that cannot be parsed: 2, with what is wrong and the usage; for
+`run`, 125 (as podman's: 2 may be its command's own). Each subcommand's --help has the rest.";
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 #[derive(Parser)]
-#[command(name = "polysandbox", version, about = "Rootless, resource-limited, measured sandboxes for running test suites", long_about = None)]
+#[command(
+    name = "polysandbox",
+    version,
+    about = "Rootless, resource-limited, measured sandboxes for running test suites",
+    long_about = None,
+    arg_required_else_help = true,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// The image store for every subcommand (as $POLYSANDBOX_ROOT; a subcommand's own --root
     /// wins): `polysandbox --root DIR images`.
@@ -85,27 +96,17 @@ enum Command {
     EachTest(each_test::EachTestArgs),
 }
 
+/// The exit status of a command line clap refuses (its own, 2), for every subcommand but
+/// `run`, whose exit status is its command's own: there a refusal is 125, as podman's is.
+pub(crate) const USAGE: i32 = 2;
+
 /// Parses the command line, runs the subcommand, returns the exit status.
 pub fn main() -> i32 {
     let started = std::time::Instant::now();
-    let cli = match Cli::try_parse() {
+    let args = swebench_spellings(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) if e.use_stderr() => {
-            // One line: clap's first, without its own "error: " and the --help hint.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let msg = first.trim_start_matches("error: ");
-            // A `run --stats-json FILE` that clap refused still leaves its record.
-            if let Some(path) = stats_json_of(std::env::args_os()) {
-                let e = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, msg);
-                return run::failed(Some(&path), Vec::new(), e, started);
-            }
-            return error(msg);
-        }
-        Err(e) => {
-            let _ = e.print();
-            return 0;
-        }
+        Err(e) => return refused(e, &args, started),
     };
     if let Some(root) = &cli.root {
         // Every store lookup, and eval's sandboxes (its children), take the store from here.
@@ -132,6 +133,67 @@ pub fn main() -> i32 {
     // No init of ours outlives us unreaped.
     crate::sandbox::reap_all();
     code
+}
+
+/// A command line clap did not run: `--help` and `--version` on stdout (exit 0); no
+/// subcommand at all, the help on stderr (exit 2); a usage error, clap's whole message (what
+/// is wrong, its suggestion or the possible values, the usage line), its first line marked as
+/// ours, exit 2 (125 for `run`, which still writes the record its `--stats-json` names).
+fn refused(e: clap::Error, args: &[OsString], started: std::time::Instant) -> i32 {
+    use clap::error::ErrorKind;
+    if !e.use_stderr() {
+        // --help, --version: asked for, not an error. A closed stdout ends it quietly.
+        let _ = e.print();
+        return 0;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return USAGE;
+    }
+    let text = e.to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    // A `run --stats-json FILE` that clap refused still leaves its record, which holds the
+    // message's first line.
+    if let Some(path) = stats_json_of(args.iter().cloned()) {
+        let first = text.lines().next().unwrap_or("invalid arguments");
+        let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, first);
+        let code = run::failed(Some(&path), Vec::new(), err, started);
+        eprint!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
+        return code;
+    }
+    eprint!("polysandbox: error: {text}");
+    if !text.ends_with('\n') {
+        eprintln!();
+    }
+    if is_run(args) {
+        crate::sandbox::exit::ERROR
+    } else {
+        USAGE
+    }
+}
+
+/// Whether the command line is `polysandbox run ...`.
+fn is_run(args: &[OsString]) -> bool {
+    args.get(1).is_some_and(|a| a == "run")
+}
+
+/// The SWE-bench harness's `-id RUN_ID` (argparse's two-letter option), which clap would read
+/// as `-i d`: written `--run_id` for `eval` and `calibrate`, before the first `--`.
+fn swebench_spellings(mut args: Vec<OsString>) -> Vec<OsString> {
+    if !args.get(1).is_some_and(|a| a == "eval" || a == "calibrate") {
+        return args;
+    }
+    for a in args.iter_mut().skip(2) {
+        if a == "--" {
+            break;
+        }
+        if a == "-id" {
+            *a = OsString::from("--run_id");
+        } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("-id=")) {
+            *a = OsString::from(format!("--run_id={v}"));
+        }
+    }
+    args
 }
 
 /// The `--stats-json FILE` of a `run` command line clap refused, as far as it can be made out:
