@@ -56,7 +56,8 @@ fn gold_resolves_and_stub_does_not_in_every_language() {
         let mut a = a.clone();
         a.extend(["-p", "stub"]);
         let stub = eval(m, &a);
-        assert_eq!(code(&stub.out), 0, "{m:?}: {}", stderr(&stub.out));
+        // Graded, and not resolved: exit 1 (a CI step fails).
+        assert_eq!(code(&stub.out), 1, "{m:?}: {}", stderr(&stub.out));
         for lang in &l {
             assert_eq!(stub.verdict(&format!("{lang}/sum-two")), "unresolved", "{m:?} {lang}");
         }
@@ -120,20 +121,20 @@ fn resume_skips_only_unchanged_instances() {
         let mut resumed = args.to_vec();
         resumed.push("--resume");
         let r = eval_in(m, &dir, &resumed);
-        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        assert_eq!(code(&r.out), 1, "the stub is not resolved: {}", stderr(&r.out));
         assert_eq!(r.results().len(), 1, "{m:?}: nothing reran");
         assert_eq!(r.report()["unresolved"], 1);
         // Other limits are other settings: a different --pids runs it again.
         let mut pids = resumed.clone();
         pids.extend(["--pids", "512"]);
         let p2 = eval_in(m, &dir, &pids);
-        assert_eq!((code(&p2.out), p2.results().len()), (0, 2), "{m:?}: {}", stderr(&p2.out));
+        assert_eq!((code(&p2.out), p2.results().len()), (1, 2), "{m:?}: {}", stderr(&p2.out));
         // So is --strict: a flagged prediction resolved without it is unresolved with it, so a
         // verdict reached without it is not kept (it was).
         let mut strict = pids.clone();
         strict.push("--strict");
         let s2 = eval_in(m, &dir, &strict);
-        assert_eq!((code(&s2.out), s2.results().len()), (0, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
+        assert_eq!((code(&s2.out), s2.results().len()), (1, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
         // A different prediction is a different instance run.
         let mut changed = resumed.clone();
         changed[4] = "gold";
@@ -280,12 +281,15 @@ fn javascript_snippets_find_no_tag_in_their_file() {
 fn shards_split_the_dataset_and_samples_are_stable() {
     let m = modes()[0];
     let p = polyglot();
-    let empty = prediction("empty.jsonl");
+    // One empty patch and no other prediction: every instance graded, none run.
+    let empty =
+        write_records(m, "one-empty.jsonl", &[serde_json::json!({"instance_id": "python/sum-two", "model_patch": ""})]);
+    let empty = empty.display().to_string();
     let ids = |extra: &[&str]| {
         let mut a = vec![p.as_str(), "-p", empty.as_str()];
         a.extend_from_slice(extra);
         let r = eval(m, &a);
-        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        assert_eq!(code(&r.out), 1, "{}", stderr(&r.out));
         let mut v: Vec<String> = r.results().iter().map(|x| x["instance_id"].as_str().unwrap().to_string()).collect();
         v.sort();
         v
@@ -344,7 +348,8 @@ fn a_missing_image_is_an_infrastructure_error_not_a_failure() {
         m,
         &[&p, "--filter-category", "python", "--image", "python=localhost/polysandbox/absent:1", "--retries", "0"],
     );
-    assert_eq!(code(&r.out), 1, "{}", stderr(&r.out));
+    // Infrastructure, not a failure of the prediction: 3, apart from "not resolved" (1).
+    assert_eq!(code(&r.out), 3, "{}", stderr(&r.out));
     let res = r.result("python/sum-two");
     assert_eq!(res["verdict"], "error");
     assert!(res["reason"].as_str().unwrap().contains("absent"), "{res}");

@@ -19,8 +19,16 @@ Verdicts: resolved, unresolved, empty_patch, patch_failed, timeout, oom, error
   (error = infrastructure: retried, then counted as not resolved and listed to rerun; a failure
   after the prediction was applied is the prediction's unless gold fails the same way here).
   accuracy_score = resolved over every instance the dataset and its calibration admit.
-Exit status: 0 every instance got a verdict other than error; 1 some ended in error;
-  130 interrupted (rerun with --resume); 125 eval could not start.";
+Exit status (for CI; --fail-under to pass on a rate instead of every instance):
+    0  every scored instance resolved (with --fail-under RATE: accuracy_score at least RATE)
+    1  some scored instance not resolved (unresolved, empty_patch, no_prediction, patch_failed,
+       timeout, oom), or accuracy_score under RATE
+    2  the command line cannot be parsed (clap's message)
+    3  infrastructure errors remain (`error` after --retries, listed in rerun_ids): the score
+       is incomplete; rerun them with --resume
+  125  eval could not start (bad input, nothing run or written)
+  130  interrupted (rerun with --resume)
+  Instances the calibration leaves out (gold fails here) are not scored and change nothing.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -55,6 +63,10 @@ pub struct EvalArgs {
     /// store, when there is one).
     #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
     calibration: Option<PathBuf>,
+    /// Exit 0 when accuracy_score (resolved over scored instances) is at least RATE, a
+    /// fraction (0.8) or a percentage (80%), rather than only when every instance resolved.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, allow_hyphen_values = true)]
+    fail_under: Option<f64>,
     /// Grade without a calibration even if the dataset has one.
     #[arg(long)]
     no_calibration: bool,
@@ -182,7 +194,7 @@ pub fn main(a: EvalArgs) -> i32 {
             Ok(None) => {}
             Err(e) if e == super::calibrate::INTERRUPTED => {
                 eprintln!("polysandbox: {e}");
-                return 130;
+                return INTERRUPTED;
             }
             Err(e) => return super::error(e),
         }
@@ -231,10 +243,118 @@ pub fn main(a: EvalArgs) -> i32 {
     eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());
     if interrupted {
         eprintln!("polysandbox: interrupted; continue with --resume");
-        130
-    } else if results.iter().any(|r| r.verdict == eval::Verdict::Error) {
-        1
+        return INTERRUPTED;
+    }
+    let (code, why) = exit_status(&results, a.fail_under);
+    if code != 0 {
+        eprintln!("polysandbox: exit {code}: {why}");
+    }
+    code
+}
+
+/// Exit statuses beyond 0, 1 and clap's 2 (see AFTER_HELP).
+pub const INFRASTRUCTURE: i32 = 3;
+pub const INTERRUPTED: i32 = 130;
+
+/// `--fail-under`'s rate: a fraction from 0 to 1, or a percentage.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(p) => (p, 100.0),
+        None => (s.trim(), 1.0),
+    };
+    let r = num.trim().parse::<f64>().map_err(|_| format!("{s}: a rate from 0 to 1 (0.8) or a percentage (80%)"))?;
+    let r = r / scale;
+    if !(0.0..=1.0).contains(&r) || r.is_nan() {
+        return Err(if scale == 1.0 && r > 1.0 && r <= 100.0 {
+            format!("{s}: a rate from 0 to 1; for a percentage write {s}%")
+        } else {
+            format!("{s}: a rate from 0 to 1 (0.8) or a percentage (80%)")
+        });
+    }
+    Ok(r)
+}
+
+/// The exit status of a finished (not interrupted) run, and why when not 0: infrastructure
+/// errors first (the score is incomplete), then the score against every scored instance or
+/// `fail_under`.
+fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
+    let scored: Vec<&InstanceResult> = results.iter().filter(|r| r.scored()).collect();
+    let errors = scored.iter().filter(|r| r.verdict == eval::Verdict::Error).count();
+    let resolved = scored.iter().filter(|r| r.verdict == eval::Verdict::Resolved).count();
+    if errors > 0 {
+        return (INFRASTRUCTURE, format!("{errors} infrastructure error{} (rerun_ids in report.json)", plural(errors)));
+    }
+    let rate = if scored.is_empty() { 0.0 } else { resolved as f64 / scored.len() as f64 };
+    match fail_under {
+        Some(min) if rate < min => {
+            (1, format!("accuracy_score {:.4} is under --fail-under {min} ({resolved} of {})", rate, scored.len()))
+        }
+        Some(_) => (0, String::new()),
+        None if resolved < scored.len() => {
+            let not = scored.len() - resolved;
+            (1, format!("{not} of {} scored instance{} not resolved", scored.len(), plural(scored.len())))
+        }
+        None => (0, String::new()),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
     } else {
-        0
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::instance::{Instance, Kind};
+    use crate::eval::Verdict;
+
+    fn result(id: &str, v: Verdict) -> InstanceResult {
+        let inst = Instance {
+            id: id.into(),
+            language: "python".into(),
+            image: None,
+            kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
+        };
+        InstanceResult::bare(&inst, "", "", v, None)
+    }
+
+    #[test]
+    fn the_exit_status_tells_ci_what_happened() {
+        use Verdict::*;
+        let all = |vs: &[Verdict]| vs.iter().enumerate().map(|(i, v)| result(&i.to_string(), *v)).collect::<Vec<_>>();
+        assert_eq!(exit_status(&all(&[Resolved, Resolved]), None).0, 0);
+        assert_eq!(exit_status(&all(&[]), None).0, 0);
+        for v in [Unresolved, EmptyPatch, PatchFailed, Timeout, Oom] {
+            assert_eq!(exit_status(&all(&[Resolved, v]), None).0, 1, "{v}");
+        }
+        // An infrastructure error: the score is incomplete, whatever the rate.
+        assert_eq!(exit_status(&all(&[Resolved, Unresolved, Error]), None).0, INFRASTRUCTURE);
+        assert_eq!(exit_status(&all(&[Resolved, Error]), Some(0.0)).0, INFRASTRUCTURE);
+        // An instance the calibration leaves out is not scored.
+        let mut excluded = all(&[Resolved, Error]);
+        excluded[1].excluded = true;
+        assert_eq!(exit_status(&excluded, None).0, 0);
+        // --fail-under: the rate over scored instances.
+        let half = all(&[Resolved, Unresolved]);
+        assert_eq!(exit_status(&half, Some(0.5)).0, 0);
+        let (code, why) = exit_status(&half, Some(0.6));
+        assert_eq!(code, 1);
+        assert!(why.contains("0.5000 is under --fail-under 0.6"), "{why}");
+    }
+
+    #[test]
+    fn a_rate_is_a_fraction_or_a_percentage() {
+        assert_eq!(parse_rate("0.8"), Ok(0.8));
+        assert_eq!(parse_rate("80%"), Ok(0.8));
+        assert_eq!(parse_rate("1"), Ok(1.0));
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert!(parse_rate("80").unwrap_err().contains("write 80%"));
+        for bad in ["-0.1", "101%", "x", "", "NaN"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
     }
 }
