@@ -77,8 +77,8 @@ fn timeouts_oom_edited_tests_and_fake_passes_are_caught() {
         let t = run(&prediction("timeout"), &["--timeout", "3s"]);
         assert_eq!(t.verdict("python/sum-two"), "timeout", "{m:?}: {}", t.result("python/sum-two"));
         assert_eq!(t.result("python/sum-two")["timed_out"], true);
-        // A directory of predictions that names no go file: that instance has nothing to run.
-        assert_eq!(t.verdict("go/sum-two"), "empty_patch");
+        // A directory of predictions that names no go file: that instance has no prediction.
+        assert_eq!(t.verdict("go/sum-two"), "no_prediction");
 
         let o = run(&prediction("oom"), &["--memory", "128M"]);
         assert_eq!(o.verdict("python/sum-two"), "oom", "{m:?}: {}", o.result("python/sum-two"));
@@ -181,7 +181,8 @@ fn swe_bench_and_multi_swe_bench_records_are_graded_by_their_tests() {
         assert_eq!(cheat.verdict("acme__calc-2"), "empty_patch");
         let rep = cheat.report();
         assert_eq!(rep["empty_patch_ids"][0], "acme__calc-2");
-        assert_eq!(rep["submitted_instances"], 1);
+        // Submitted as the harness counts them: both have a prediction, one of them empty.
+        assert_eq!(rep["submitted_instances"], 2);
     }
 }
 
@@ -311,7 +312,18 @@ fn shards_split_the_dataset_and_samples_are_stable() {
 fn bad_input_is_one_clear_line_and_writes_nothing() {
     let m = modes()[0];
     let p = polyglot();
+    // Predictions that cannot be meant for this dataset: none at all, ids it does not have (the
+    // SWE-bench harness refuses them too), an id given twice with different predictions.
+    let rec = |id: &str, patch: &str| serde_json::json!({"instance_id": id, "model_patch": patch});
+    let none = write_records(m, "none.jsonl", &[]);
+    let unknown = write_records(m, "unknown.jsonl", &[rec("python/sum-two", ""), rec("django__django-11099", "")]);
+    let twice = write_records(m, "twice.jsonl", &[rec("go/sum-two", "a"), rec("aider_go_sum-two", "b")]);
+    let (none, unknown, twice) =
+        (none.display().to_string(), unknown.display().to_string(), twice.display().to_string());
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&p, "-p", &none], "no predictions in it"),
+        (vec![&p, "-p", &unknown], "1 instance id is not in the dataset (django__django-11099)"),
+        (vec![&p, "-p", &twice], "go/sum-two is given twice with different predictions (records 1 and 2)"),
         (vec!["/nonexistent/dataset"], "dataset /nonexistent/dataset"),
         (vec![&p, "-t", "python/nope"], "-t python/nope"),
         (vec![&p, "--image", "cobol=x"], "no language \"cobol\""),
@@ -524,8 +536,8 @@ fn hostile_prediction_directories_are_refused_never_followed() {
             assert!(r["reason"].as_str().unwrap_or("").contains("refused"), "{m:?} {how}: {r}");
             let o = Command::new("grep").args(["-rls", &secret_text]).arg(&run.dir).output().unwrap();
             assert!(stdout(&o).is_empty(), "{m:?} {how}: the host file reached the logs: {}", stdout(&o));
-            // Other instances are graded as usual (go has no prediction here: empty).
-            assert_eq!(run.verdict("go/sum-two"), "empty_patch", "{m:?} {how}");
+            // Other instances are graded as usual (go has no prediction here).
+            assert_eq!(run.verdict("go/sum-two"), "no_prediction", "{m:?} {how}");
         }
     }
 }

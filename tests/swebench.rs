@@ -228,6 +228,48 @@ fn gold_resolves_every_record_no_patch_none_and_runs_agree() {
     assert_eq!(report["resolved_instances"], 0);
 }
 
+/// Predictions for some of the records: an empty patch (`""` or `null`) is the harness's
+/// empty_patch, an instance with no prediction is apart (not submitted, in the harness's run
+/// report incomplete), each said before the run; neither is run, and the exit status says not
+/// everything resolved.
+#[test]
+fn instances_without_a_prediction_are_counted_apart_from_empty_patches() {
+    if !replicas_ready("instances_without_a_prediction_are_counted_apart_from_empty_patches") {
+        return;
+    }
+    let m = Mode::Root;
+    let recs = records();
+    let file = write_records(m, "all.jsonl", &recs);
+    let (a, b) = (recs[0]["instance_id"].as_str().unwrap(), recs[1]["instance_id"].as_str().unwrap());
+    let preds = write_records(
+        m,
+        "two.jsonl",
+        &[
+            serde_json::json!({"instance_id": a, "model_name_or_path": "m", "model_patch": ""}),
+            serde_json::json!({"instance_id": b, "model_name_or_path": "m", "model_patch": null}),
+        ],
+    );
+    let run = eval(m, "swe-some", &[file.to_str().unwrap(), "-p", preds.to_str().unwrap(), "--no-calibration"], &[]);
+    assert_eq!(code(&run.out), 1, "{}", stderr(&run.out));
+    let err = stderr(&run.out);
+    assert!(err.contains("5 of the 7 selected instances have no prediction in"), "{err}");
+    let v = run.verdicts();
+    assert_eq!((v[a].as_str(), v[b].as_str()), ("empty_patch", "empty_patch"), "{v:?}");
+    assert_eq!(v.values().filter(|x| *x == "no_prediction").count(), 5, "{v:?}");
+    let ours = run.json("report.json");
+    assert_eq!(ours["empty_patch_instances"], 2, "{ours}");
+    assert_eq!(ours["no_prediction_instances"], 5, "{ours}");
+    assert_eq!(ours["submitted_instances"], 2, "{ours}");
+    assert_eq!(ours["total_instances"], 7, "{ours}");
+    let harness = run.json("m.polysandbox.json");
+    assert_eq!(harness["empty_patch_instances"], 2, "{harness}");
+    assert_eq!(harness["submitted_instances"], 2, "{harness}");
+    assert_eq!(harness["incomplete_ids"].as_array().unwrap().len(), 5, "{harness}");
+    // Nothing ran: no sandbox's usage record anywhere in the output.
+    let o = Command::new("find").arg(&run.dir).args(["-name", "usage.json"]).output().unwrap();
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}
+
 /// Without the newer columns the image name, eval script and parser are derived as the
 /// harness derives them, and grade the same; the published formats (a JSON list here,
 /// Parquet in the test above) are read as JSONL is.

@@ -177,7 +177,12 @@ pub fn main(a: EvalArgs) -> i32 {
     o.strict = a.strict;
     // Bad input is one line: the selection is checked before any note about a calibration.
     let selected = match crate::eval::check_input(&o) {
-        Ok(ids) => ids,
+        Ok((ids, notes)) => {
+            for n in notes {
+                eprintln!("polysandbox: note: {n}");
+            }
+            ids
+        }
         Err(e) => return super::error(e),
     };
     let named = a.calibration.is_some();

@@ -44,11 +44,16 @@ fn counts(results: &[InstanceResult]) -> Map<String, Value> {
 }
 
 pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
-    let ran = |r: &InstanceResult| !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::Interrupted);
+    let ran = |r: &InstanceResult| {
+        !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction | Verdict::Interrupted)
+    };
+    // Submitted, as the SWE-bench harness counts them: the instances with a prediction, empty
+    // or not.
+    let submitted = |r: &InstanceResult| r.verdict != Verdict::NoPrediction;
     let mut m = Map::new();
     m.insert("accuracy_score".into(), json!(accuracy(results)));
     m.insert("total".into(), json!(results.len()));
-    m.insert("submitted".into(), json!(results.iter().filter(|r| r.verdict != Verdict::EmptyPatch).count()));
+    m.insert("submitted".into(), json!(results.iter().filter(|r| submitted(r)).count()));
     m.insert("completed".into(), json!(results.iter().filter(|r| ran(r)).count()));
     for v in Verdict::RECORDED {
         m.insert(v.name().into(), json!(results.iter().filter(|r| r.verdict == v).count()));
@@ -60,7 +65,7 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
     for v in Verdict::RECORDED {
         m.insert(format!("{v}_instances"), m[v.name()].clone());
     }
-    m.insert("submitted_ids".into(), json!(ids(results, |r| r.verdict != Verdict::EmptyPatch)));
+    m.insert("submitted_ids".into(), json!(ids(results, submitted)));
     m.insert("completed_ids".into(), json!(ids(results, ran)));
     m.insert("incomplete_ids".into(), json!(ids(results, |r| !ran(r))));
     for v in Verdict::RECORDED {
@@ -241,10 +246,12 @@ pub fn junit(results: &[InstanceResult]) -> String {
     for (lang, rs) in by_lang {
         let fail = rs
             .iter()
-            .filter(|r| !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch))
+            .filter(|r| {
+                !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction)
+            })
             .count();
         let err = rs.iter().filter(|r| r.verdict == Verdict::Error).count();
-        let skip = rs.iter().filter(|r| r.verdict == Verdict::EmptyPatch).count();
+        let skip = rs.iter().filter(|r| matches!(r.verdict, Verdict::EmptyPatch | Verdict::NoPrediction)).count();
         let time: f64 = rs.iter().map(|r| r.wall_s).sum();
         x += &format!("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{err}\" skipped=\"{skip}\" time=\"{time:.3}\">\n", esc(lang), rs.len());
         for r in rs {
@@ -260,7 +267,9 @@ pub fn junit(results: &[InstanceResult]) -> String {
                 Verdict::Error | Verdict::Interrupted => {
                     format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n")
                 }
-                Verdict::EmptyPatch => format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n"),
+                Verdict::EmptyPatch | Verdict::NoPrediction => {
+                    format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n")
+                }
                 v @ (Verdict::Unresolved | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom) => {
                     format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n")
                 }
@@ -355,12 +364,13 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
         by_lang.entry(&r.language).or_default().push(r);
     }
     let mut t = format!(
-        "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n",
+        "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n",
         "language",
         "total",
         "resolved",
         "unresolved",
         "empty",
+        "no_pred",
         "patch_f",
         "timeout",
         "oom",
@@ -373,12 +383,13 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
         let cpu: f64 = rs.iter().map(|r| r.cpu_s).sum();
         let peak = rs.iter().map(|r| r.memory_peak_bytes).max().unwrap_or(0) >> 20;
         t += &format!(
-            "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
+            "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
             name,
             rs.len(),
             c(Verdict::Resolved),
             c(Verdict::Unresolved),
             c(Verdict::EmptyPatch),
+            c(Verdict::NoPrediction),
             c(Verdict::PatchFailed),
             c(Verdict::Timeout),
             c(Verdict::Oom),
@@ -505,21 +516,29 @@ mod tests {
             result("c", "go", Verdict::Unresolved),
             result("d", "go", Verdict::EmptyPatch),
             result("i", "go", Verdict::Interrupted),
+            result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
         let s = summary(&rs, Duration::from_secs(2));
-        // Scored: a, b, c, d (x excluded by the calibration, i interrupted).
-        assert_eq!(s["admitted"], json!(4));
-        assert_eq!(s["accuracy_score"], json!(0.25));
-        assert_eq!(s["resolved_rate"], json!(1.0 / 6.0));
+        // Scored: a, b, c, d, n (x excluded by the calibration, i interrupted).
+        assert_eq!(s["admitted"], json!(5));
+        assert_eq!(s["accuracy_score"], json!(0.2));
+        assert_eq!(s["resolved_rate"], json!(1.0 / 7.0));
         assert_eq!(s["rerun_ids"], json!(["b"]));
         assert_eq!(s["excluded_ids"], json!(["x"]));
-        assert_eq!(s["submitted"], json!(5));
+        // Submitted as the harness counts them: every instance with a prediction, an empty one
+        // included; an instance with none is not, nor an empty patch.
+        assert_eq!(s["submitted"], json!(6));
+        assert_eq!(s["submitted_instances"], json!(6));
+        assert_eq!(s["empty_patch_instances"], json!(1));
+        assert_eq!(s["no_prediction_instances"], json!(1));
+        assert_eq!(s["no_prediction_ids"], json!(["n"]));
         assert_eq!(s["completed_ids"], json!(["a", "c", "x"]));
-        assert_eq!(s["incomplete_ids"], json!(["b", "d", "i"]));
+        assert_eq!(s["incomplete_ids"], json!(["b", "d", "i", "n"]));
         assert_eq!(s["error_instances"], json!(1));
         assert_eq!(s["by_language"]["python"]["accuracy_score"], json!(0.5));
-        assert_eq!(s["by_language"]["go"]["total"], json!(4));
+        assert_eq!(s["by_language"]["go"]["total"], json!(5));
+        assert_eq!(s["by_language"]["go"]["no_prediction"], json!(1));
         assert_eq!(accuracy(&[]), 0.0);
     }
 
@@ -545,10 +564,12 @@ mod tests {
             result("err", "rust", Verdict::Error),
             result("empty", "rust", Verdict::EmptyPatch),
             result("slow", "rust", Verdict::Timeout),
+            result("none", "rust", Verdict::NoPrediction),
         ];
         let x = junit(&rs);
+        assert!(x.contains(r#"<skipped message="no_prediction"/>"#), "{x}");
         assert!(
-            x.contains(r#"<testsuite name="rust" tests="5" failures="2" errors="1" skipped="1" time="5.000">"#),
+            x.contains(r#"<testsuite name="rust" tests="6" failures="2" errors="1" skipped="2" time="6.000">"#),
             "{x}"
         );
         assert!(x.contains(r#"<testcase classname="rust" name="ok" time="1.000"/>"#), "{x}");
@@ -618,12 +639,21 @@ mod tests {
     fn the_table_says_what_the_score_is_over() {
         let mut excluded = result("x", "go", Verdict::Unresolved);
         excluded.excluded = true;
-        let rs = vec![result("a", "go", Verdict::Resolved), result("b", "go", Verdict::Error), excluded];
+        let rs = vec![
+            result("a", "go", Verdict::Resolved),
+            result("b", "go", Verdict::Error),
+            result("n", "go", Verdict::NoPrediction),
+            excluded,
+        ];
         let t = table(&rs, Duration::from_secs(3));
-        assert!(t.contains("resolved 1 of 2 (50.0%), 3.0 s wall"), "{t}");
+        assert!(t.contains("resolved 1 of 3 (33.3%), 3.0 s wall"), "{t}");
         assert!(t.contains("1 error (counted as not resolved; rerun it with --resume)"), "{t}");
         assert!(t.contains("1 left out of the score"), "{t}");
+        assert!(t.lines().next().unwrap().contains(" empty no_pred patch_f "), "{t}");
         let go = t.lines().find(|l| l.starts_with("go ")).unwrap();
-        assert_eq!(go.split_whitespace().take(9).collect::<Vec<_>>(), ["go", "3", "1", "1", "0", "0", "0", "0", "1"]);
+        assert_eq!(
+            go.split_whitespace().take(10).collect::<Vec<_>>(),
+            ["go", "4", "1", "1", "0", "1", "0", "0", "0", "1"]
+        );
     }
 }

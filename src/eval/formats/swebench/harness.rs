@@ -751,14 +751,19 @@ pub fn write_run_report(
             }
             Some(Verdict::EmptyPatch) => empty.push(id.clone()),
             Some(Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom | Verdict::Error) => errors.push(id.clone()),
-            Some(Verdict::Interrupted) | None => incomplete.push(id.clone()),
+            Some(Verdict::NoPrediction | Verdict::Interrupted) | None => incomplete.push(id.clone()),
         }
     }
     let submitted_ids: Vec<String> = match submitted {
         Some(m) => m.keys().cloned().collect(),
         None => ids.to_vec(),
     };
-    let model = ids.first().map(|id| preds.model_of(id)).unwrap_or_else(|| "gold".into());
+    // The model its first prediction names, as the harness names the file.
+    let model = ids
+        .iter()
+        .find(|id| submitted.is_none_or(|m| m.contains_key(*id)))
+        .map(|id| preds.model_of(id))
+        .unwrap_or_else(|| "gold".into());
     let report = json!({
         "total_instances": ids.len(),
         "submitted_instances": submitted_ids.len(),
