@@ -101,3 +101,130 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&d).unwrap();
     d
 }
+
+/// The binary where every user can run it, in a directory every user can write (the test
+/// user's records and output go there too).
+fn shared_binary() -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let d = tempdir("shared");
+    std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let bin = d.join("polysandbox");
+    std::fs::copy(env!("CARGO_BIN_EXE_polysandbox"), &bin).unwrap();
+    (d, bin)
+}
+
+/// `argv` as the test user (when the tests run as root) or as ourselves.
+fn as_user(user: bool) -> std::process::Command {
+    if user && is_root() {
+        let id = |flag: &str| {
+            let o = std::process::Command::new("id").args([flag, TEST_USER]).output().unwrap();
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        };
+        let mut c = std::process::Command::new("setpriv");
+        c.arg(format!("--reuid={}", id("-u")))
+            .arg(format!("--regid={}", id("-g")))
+            .args(["--clear-groups", "--inh-caps=-all"])
+            .env("HOME", "/tmp");
+        c
+    } else {
+        let mut c = std::process::Command::new("env");
+        c.arg("--");
+        c
+    }
+}
+
+/// A host that forbids user namespaces is said on one line, naming the setting and its fix,
+/// before any work: nothing read, nothing written, and `run` still leaves its record. The
+/// setting is user.max_user_namespaces=0, set in a fresh user namespace of the test's own (what
+/// a process there sees; the host's own setting is never changed), entered as root and as the
+/// unprivileged user, as that namespace's root and as a user mapped to itself.
+#[test]
+fn forbidden_user_namespaces_are_said_before_any_work() {
+    let host = std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap();
+    let probe = std::process::Command::new("unshare").args(["-U", "-r", "true"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return skip("forbidden_user_namespaces_are_said_before_any_work", "unshare -U -r fails here");
+    }
+    let (dir, bin) = shared_binary();
+    let users = if is_root() { vec![false, true] } else { vec![true] };
+    for user in users {
+        for map in [&["-r"][..], &["--map-current-user", "--keep-caps"]] {
+            let what = format!("user {user}, unshare {map:?}");
+            let out = dir.join(format!("out-{}", unique()));
+            let rec = dir.join(format!("rec-{}.json", unique()));
+            let forbid = "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$@\"";
+            let o = as_user(user)
+                .args(["unshare", "-U"])
+                .args(map)
+                .args(["sh", "-c", forbid, "sh"])
+                .arg(&bin)
+                .args(["eval", "/nonexistent/dataset", "-p", "gold", "-o"])
+                .arg(&out)
+                .output()
+                .unwrap();
+            let err = stderr(&o);
+            assert_eq!(code(&o), 125, "{what}: {err}");
+            assert_eq!(err.lines().count(), 1, "{what}: {err}");
+            assert!(
+                err.contains("user.max_user_namespaces=0") && err.contains("sysctl -w user.max_user_namespaces="),
+                "{what}: {err}"
+            );
+            assert!(!err.contains("nonexistent"), "{what}: the dataset was looked at first: {err}");
+            assert!(!out.exists(), "{what}: wrote {}", out.display());
+            let o = as_user(user)
+                .args(["unshare", "-U"])
+                .args(map)
+                .args(["sh", "-c", forbid, "sh"])
+                .arg(&bin)
+                .arg("run")
+                .arg(format!("--stats-json={}", rec.display()))
+                .args(["--rootfs", "/", "--", "true"])
+                .output()
+                .unwrap();
+            assert_eq!(code(&o), 125, "{what}: {}", stderr(&o));
+            let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&rec).unwrap()).unwrap();
+            assert_eq!((s["status"].as_str(), s["error_kind"].as_str()), (Some("error"), Some("host")), "{what}: {s}");
+            assert!(s["error"].as_str().unwrap().contains("user.max_user_namespaces=0"), "{what}: {s}");
+        }
+    }
+    assert_eq!(std::fs::read_to_string("/proc/sys/user/max_user_namespaces").unwrap(), host, "the host's setting");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Rootless with no cgroup delegated, eval says so once, with the fix (systemd's delegation),
+/// and goes on: limits fall back. As root, or with a delegated subtree, it says nothing.
+#[test]
+fn a_missing_cgroup_delegation_is_a_note_that_names_the_fix() {
+    let (dir, bin) = shared_binary();
+    let data = dir.join("snippets.jsonl");
+    let snippet = |id: &str| {
+        serde_json::json!({"_id": id, "language": "python", "code": "def one():\n    return 1", "test": "assert one() == 1"})
+            .to_string()
+    };
+    std::fs::write(&data, format!("{}\n{}\n", snippet("s1"), snippet("s2"))).unwrap();
+    // s2's prediction alone: s1, selected, has none, and nothing runs.
+    let preds = dir.join("preds.jsonl");
+    std::fs::write(&preds, "{\"task_id\": \"s2\", \"generation\": \"\"}\n").unwrap();
+    let users = if is_root() { vec![false, true] } else { vec![true] };
+    for user in users {
+        let out = dir.join(format!("out-{}", unique()));
+        let mut c = as_user(user);
+        c.arg(&bin).arg("eval").arg(&data).arg("-p").arg(&preds).args(["-t", "s1", "--no-calibration", "-o"]).arg(&out);
+        // Where the test user has a delegated subtree (POLYSANDBOX_TEST_USER_CGROUP), it runs
+        // in a leaf of it, as Mode::command() starts it.
+        let delegated = user && user_cgroup().is_some();
+        if delegated {
+            c = Mode::User.command();
+            c.arg("eval").arg(&data).arg("-p").arg(&preds).args(["-t", "s1", "--no-calibration", "-o"]).arg(&out);
+        }
+        let o = c.output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(code(&o), 1, "user {user}: {err}");
+        let noted = err.contains("note: no cgroup for the limits")
+            && err.contains("systemd-run --user --scope -p Delegate=yes")
+            && err.contains("docs/sandbox.md");
+        let rootless = user || !is_root();
+        assert_eq!(noted, rootless && !delegated, "user {user}: {err}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

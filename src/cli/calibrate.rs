@@ -49,6 +49,9 @@ pub fn main(a: CalibrateArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return super::error(e),
     };
+    if let Some(n) = super::host::cgroup_note() {
+        eprintln!("polysandbox: note: {n}");
+    }
     let target = a.calibration.map(super::common::abs).unwrap_or_else(|| {
         calibration::default_path(
             &base.root.clone().unwrap_or_else(crate::image::store::Store::default_root),

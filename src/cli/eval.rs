@@ -185,6 +185,9 @@ pub fn main(a: EvalArgs) -> i32 {
         }
         Err(e) => return super::error(e),
     };
+    if let Some(n) = super::host::cgroup_note() {
+        eprintln!("polysandbox: note: {n}");
+    }
     let named = a.calibration.is_some();
     o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
         Ok(c) => c,

@@ -22,6 +22,7 @@ mod common;
 mod each_test;
 mod eval;
 mod format;
+mod host;
 mod images;
 mod import;
 mod inspect;
@@ -112,6 +113,17 @@ pub fn main() -> i32 {
         // Every store lookup, and eval's sandboxes (its children), take the store from here.
         let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
         std::env::set_var("POLYSANDBOX_ROOT", root);
+    }
+    // Every sandbox needs a user namespace: a host that forbids them is said on one line,
+    // naming the setting and the fix, before any work starts.
+    if matches!(cli.command, Command::Run(_) | Command::Eval(_) | Command::Calibrate(_) | Command::Test(_)) {
+        if let Err(why) = host::check_user_namespaces() {
+            if let Some(path) = stats_json_of(args.iter().cloned()) {
+                let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Host, why);
+                return run::failed(Some(&path), Vec::new(), err, started);
+            }
+            return error(why);
+        }
     }
     let code = match cli.command {
         Command::Run(args) => run::main(*args),
