@@ -217,6 +217,11 @@ fn codereval_snippets_in(m: Mode) {
     let f = file.display().to_string();
     let gold = eval(m, &[&f]);
     assert_eq!(gold.verdict("snip-1"), "resolved", "{}", stderr(&gold.out));
+    // No -p: gold, and every summary names it (the table, report.json, a note before the run).
+    let said = "predictions: gold (the dataset's reference solutions: -p was not given)";
+    assert!(stdout(&gold.out).contains(said), "{}", stdout(&gold.out));
+    assert_eq!(gold.report()["predictions"], "gold");
+    assert!(stderr(&gold.out).contains("note: no -p: grading gold"), "{}", stderr(&gold.out));
     assert_eq!(gold.verdict("snip-2"), "resolved");
     let r = gold.result("snip-3");
     assert_eq!((r["verdict"].as_str(), r["exit_code"].as_i64()), (Some("unresolved"), Some(0)), "{r}");

@@ -15,7 +15,9 @@ DATASET: a directory in the Aider polyglot layout (<lang>/exercises/practice/<na
 PREDICTIONS: gold, stub, a directory of edited solution files, or a JSON/JSONL file of
   {instance_id, model_name_or_path, model_patch} (SWE-bench) or {task_id, generation}
   (CoderEval) records.
-Verdicts: resolved, unresolved, empty_patch, patch_failed, timeout, oom, error
+  Ids the dataset lacks, an empty file, an id twice with different predictions: refused.
+  Without -p, gold is graded, and every summary says so.
+Verdicts: resolved, unresolved, empty_patch, no_prediction, patch_failed, timeout, oom, error
   (error = infrastructure: retried, then counted as not resolved and listed to rerun; a failure
   after the prediction was applied is the prediction's unless gold fails the same way here).
   accuracy_score = resolved over every instance the dataset and its calibration admit.
@@ -35,9 +37,10 @@ Exit status (for CI; --fail-under to pass on a rate instead of every instance):
 pub struct EvalArgs {
     /// The dataset: an Aider-layout directory or a JSON/JSONL file.
     dataset: PathBuf,
-    /// gold, stub, a directory, or a JSON/JSONL file of predictions.
-    #[arg(short = 'p', long, default_value = "gold")]
-    predictions: String,
+    /// gold, stub, a directory, or a JSON/JSONL file of predictions [default: gold, the
+    /// reference solutions, which every summary then names]
+    #[arg(short = 'p', long)]
+    predictions: Option<String>,
     #[command(flatten)]
     common: Common,
     /// A deterministic sample of N instances.
@@ -157,8 +160,9 @@ fn calibrate_missing(
 }
 
 pub fn main(a: EvalArgs) -> i32 {
-    let predictions = match a.predictions.as_str() {
-        "gold" | "stub" => a.predictions.clone(),
+    let given = a.predictions.clone();
+    let predictions = match given.as_deref().unwrap_or("gold") {
+        p @ ("gold" | "stub") => p.to_string(),
         p => abs(PathBuf::from(p)).to_string_lossy().into_owned(),
     };
     let mut o = match a.common.options(a.dataset, &predictions, a.output) {
@@ -185,9 +189,20 @@ pub fn main(a: EvalArgs) -> i32 {
         }
         Err(e) => return super::error(e),
     };
+    if given.is_none() {
+        eprintln!(
+            "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"
+        );
+    }
     if let Some(n) = super::host::cgroup_note() {
         eprintln!("polysandbox: note: {n}");
     }
+    let label = match (o.predictions.as_str(), &given) {
+        ("gold", None) => "gold (the dataset's reference solutions: -p was not given)".to_string(),
+        ("gold", Some(_)) => "gold (the dataset's reference solutions)".to_string(),
+        ("stub", _) => "stub (the files as shipped)".to_string(),
+        (_, g) => g.clone().unwrap_or_default(),
+    };
     let named = a.calibration.is_some();
     o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
         Ok(c) => c,
@@ -243,11 +258,7 @@ pub fn main(a: EvalArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     bar.finish_and_clear();
-    match o.format {
-        ReportFormat::Table => print!("{}", report::table(&results, wall)),
-        ReportFormat::Json => out!("{}", serde_json::to_string_pretty(&report::summary(&results, wall)).unwrap()),
-        ReportFormat::Junit => print!("{}", report::junit(&results)),
-    }
+    print_report(&o, &results, wall, &label);
     eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());
     if interrupted {
         eprintln!("polysandbox: interrupted; continue with --resume");
@@ -258,6 +269,17 @@ pub fn main(a: EvalArgs) -> i32 {
         eprintln!("polysandbox: exit {code}: {why}");
     }
     code
+}
+
+/// The summary on stdout, in `--format`.
+fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Duration, label: &str) {
+    match o.format {
+        ReportFormat::Table => print!("{}", report::table(results, wall, label)),
+        ReportFormat::Json => {
+            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions)).unwrap())
+        }
+        ReportFormat::Junit => print!("{}", report::junit(results)),
+    }
 }
 
 /// Exit statuses beyond 0, 1 and clap's 2 (see AFTER_HELP).

@@ -43,7 +43,9 @@ fn counts(results: &[InstanceResult]) -> Map<String, Value> {
     m
 }
 
-pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
+/// report.json: `predictions` names what was graded (gold, stub, or the predictions' path),
+/// so that a run of the reference solutions is never read as a model's.
+pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) -> Value {
     let ran = |r: &InstanceResult| {
         !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction | Verdict::Interrupted)
     };
@@ -51,6 +53,7 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
     // or not.
     let submitted = |r: &InstanceResult| r.verdict != Verdict::NoPrediction;
     let mut m = Map::new();
+    m.insert("predictions".into(), json!(predictions));
     m.insert("accuracy_score".into(), json!(accuracy(results)));
     m.insert("total".into(), json!(results.len()));
     m.insert("submitted".into(), json!(results.iter().filter(|r| submitted(r)).count()));
@@ -357,8 +360,9 @@ pub fn test_suite(
     x + "  </testsuite>\n"
 }
 
-/// Per-language counts and resources, then the totals.
-pub fn table(results: &[InstanceResult], wall: Duration) -> String {
+/// Per-language counts and resources, then the totals, naming what was graded (`predictions`:
+/// "gold (...)" for the reference solutions).
+pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
     let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
     for r in results {
         by_lang.entry(&r.language).or_default().push(r);
@@ -407,7 +411,7 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
     let errors = results.iter().filter(|r| r.scored() && r.verdict == Verdict::Error).count();
     let excluded = results.iter().filter(|r| r.excluded).count();
     t += &format!(
-        "resolved {} of {} ({:.1}%), {:.1} s wall\n",
+        "resolved {} of {} ({:.1}%), {:.1} s wall; predictions: {predictions}\n",
         results.iter().filter(|r| r.verdict == Verdict::Resolved).count(),
         scored,
         100.0 * accuracy(results),
@@ -519,7 +523,8 @@ mod tests {
             result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
-        let s = summary(&rs, Duration::from_secs(2));
+        let s = summary(&rs, Duration::from_secs(2), "gold");
+        assert_eq!(s["predictions"], json!("gold"), "what was graded is named");
         // Scored: a, b, c, d, n (x excluded by the calibration, i interrupted).
         assert_eq!(s["admitted"], json!(5));
         assert_eq!(s["accuracy_score"], json!(0.2));
@@ -548,7 +553,7 @@ mod tests {
         (a.wall_s, a.cpu_s, a.memory_peak_bytes) = (2.0, 1.5, 1 << 20);
         let mut never_ran = result("b", "python", Verdict::EmptyPatch);
         (never_ran.attempts, never_ran.wall_s) = (0, 0.0);
-        let s = summary(&[a, never_ran], Duration::ZERO);
+        let s = summary(&[a, never_ran], Duration::ZERO, "gold");
         assert_eq!(s["resources"]["wall_s"]["sum"], json!(2.0));
         assert_eq!(s["resources"]["cpu_s"]["max"], json!(1.5));
         assert_eq!(s["resources"]["memory_peak_bytes"]["p50"], json!(1048576.0));
@@ -611,7 +616,7 @@ mod tests {
         same.tests = vec![t("TestA", Some(1.02), Some(0.9))];
         same.vs_gold = Some(VsGold { cpu: Some(1.02), memory: Some(0.9), wall: None, tests: 1, ..Default::default() });
         let rs = vec![same, slow, result("plain", "go", Verdict::Resolved)];
-        let s = summary(&rs, Duration::ZERO);
+        let s = summary(&rs, Duration::ZERO, "gold");
         let v = &s["vs_gold"];
         assert_eq!(v["tests"]["compared"], json!(3), "{v}");
         assert_eq!(v["tests"]["cpu"]["max"], json!(21.3), "{v}");
@@ -626,13 +631,13 @@ mod tests {
         let x = junit(&rs);
         assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
         assert!(x.contains("<testsuite name=\"python/slow tests\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"2.000\">\n    <properties>\n      <property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
-        let t = table(&rs, Duration::ZERO);
+        let t = table(&rs, Duration::ZERO, "gold");
         assert!(t.contains("vs gold: median CPU 20.00x, slowest python/slow 20.00x; median memory 1.10x, largest python/slow 1.10x\n"), "{t}");
         assert!(t.contains("  largest CPU vs gold: python/slow test_burn (21.30x), go/same TestA (1.02x)\n"), "{t}");
         // None compared: no line, and nulls in report.json.
         let plain = [result("plain", "go", Verdict::Resolved)];
-        assert!(!table(&plain, Duration::ZERO).contains("vs gold"));
-        assert_eq!(summary(&plain, Duration::ZERO)["vs_gold"]["tests"]["cpu"], Value::Null);
+        assert!(!table(&plain, Duration::ZERO, "gold").contains("vs gold"));
+        assert_eq!(summary(&plain, Duration::ZERO, "gold")["vs_gold"]["tests"]["cpu"], Value::Null);
     }
 
     #[test]
@@ -645,8 +650,8 @@ mod tests {
             result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
-        let t = table(&rs, Duration::from_secs(3));
-        assert!(t.contains("resolved 1 of 3 (33.3%), 3.0 s wall"), "{t}");
+        let t = table(&rs, Duration::from_secs(3), "gold");
+        assert!(t.contains("resolved 1 of 3 (33.3%), 3.0 s wall; predictions: gold\n"), "{t}");
         assert!(t.contains("1 error (counted as not resolved; rerun it with --resume)"), "{t}");
         assert!(t.contains("1 left out of the score"), "{t}");
         assert!(t.lines().next().unwrap().contains(" empty no_pred patch_f "), "{t}");

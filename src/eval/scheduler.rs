@@ -479,7 +479,7 @@ pub fn run(
     done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
-    let summary = report::summary(&done, wall);
+    let summary = report::summary(&done, wall, &o.predictions);
     let write = |name: &str, text: String| {
         std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
     };
