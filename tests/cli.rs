@@ -228,3 +228,131 @@ fn a_missing_cgroup_delegation_is_a_note_that_names_the_fix() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A SWE-bench `run_evaluation` command line, its flags in the harness's spellings, runs: the
+/// dataset by its Hugging Face name from the local cache (`-d`, `-s`), `-i` for ids, `-id` for
+/// the run id, `--predictions_path`, `--max_workers`, `--timeout 1800`, `--report_dir`, and
+/// the options with no counterpart here, each said on one line. Nothing runs (the one
+/// instance selected has no prediction).
+#[test]
+fn a_swebench_harness_command_line_runs() {
+    let dir = tempdir("harness-line");
+    // The hub cache as `huggingface-cli download --repo-type dataset acme/snips` leaves it:
+    // the snapshot's file a symlink to its blob (records read by their content).
+    let hf = dir.join("hf");
+    let entry = hf.join("hub/datasets--acme--snips");
+    std::fs::create_dir_all(entry.join("blobs")).unwrap();
+    std::fs::create_dir_all(entry.join("snapshots/0123abc/data")).unwrap();
+    std::fs::create_dir_all(entry.join("refs")).unwrap();
+    std::fs::write(entry.join("refs/main"), "0123abc").unwrap();
+    let snippet = |id: &str| {
+        serde_json::json!({"_id": id, "language": "python", "code": "def one():\n    return 1", "test": "assert one() == 1"})
+            .to_string()
+            + "\n"
+    };
+    std::fs::write(entry.join("blobs/b1"), snippet("s1") + &snippet("s2")).unwrap();
+    std::os::unix::fs::symlink(
+        entry.join("blobs/b1"),
+        entry.join("snapshots/0123abc/data/test-00000-of-00001.parquet"),
+    )
+    .unwrap();
+    let preds = dir.join("preds.jsonl");
+    std::fs::write(&preds, "{\"instance_id\": \"s2\", \"model_name_or_path\": \"m\", \"model_patch\": \"\"}\n")
+        .unwrap();
+    let out = dir.join("out");
+    let reports = dir.join("reports");
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_polysandbox"))
+            .arg("eval")
+            .args(args)
+            .arg("-o")
+            .arg(&out)
+            .env("HF_HOME", &hf)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let p = preds.to_str().unwrap();
+    let harness = [
+        "-d",
+        "acme/snips",
+        "-s",
+        "test",
+        "--predictions_path",
+        p,
+        "-i",
+        "s1",
+        "-id",
+        "my-run",
+        "--max_workers",
+        "1",
+        "--timeout",
+        "1800",
+        "--cache_level",
+        "env",
+        "--clean",
+        "True",
+        "--force_rebuild",
+        "false",
+        "--modal",
+        "f",
+        "--open_file_limit",
+        "4096",
+        "--env_image_tag",
+        "latest",
+        "--instance_image_tag",
+        "latest",
+        "--report_dir",
+        reports.to_str().unwrap(),
+        "--no-calibration",
+    ];
+    let o = run(&harness);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 1, "not resolved: {err}");
+    assert!(err.contains("dataset acme/snips (split test): ") && err.contains("test-00000-of-00001.parquet"), "{err}");
+    for opt in [
+        "--cache_level env",
+        "--clean true",
+        "--force_rebuild false",
+        "--modal false",
+        "--open_file_limit 4096",
+        "--env_image_tag latest",
+    ] {
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("polysandbox: note: ") && l.contains(opt)).count(),
+            1,
+            "{opt}: {err}"
+        );
+    }
+    let results = std::fs::read_to_string(out.join("results.jsonl")).unwrap();
+    assert_eq!(results.lines().count(), 1, "{results}");
+    assert!(
+        results.contains("\"instance_id\":\"s1\"") && results.contains("\"verdict\":\"no_prediction\""),
+        "{results}"
+    );
+    // SWE-bench's -t is its timeout: a number there is said to be one, never taken as an id
+    // that matches nothing; its -n is the namespace, said too.
+    let _ = std::fs::remove_dir_all(&out);
+    let o = run(&["-d", "acme/snips", "-p", p, "-t", "1800"]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("-t 1800: no such instance") && stderr(&o).contains("--timeout 1800"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(&["-d", "acme/snips", "-p", p, "-n", "swebench"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("SWE-bench's -n/--namespace is --namespace swebench"), "{}", stderr(&o));
+    // A dataset not in the cache: where it looked, and how to get it, on one line.
+    let o = run(&["-d", "princeton-nlp/SWE-bench_Verified", "-p", "gold"]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(e.contains("not in the local Hugging Face cache") && e.contains(&format!("{}/hub", hf.display())), "{e}");
+    assert!(e.contains("huggingface-cli download --repo-type dataset princeton-nlp/SWE-bench_Verified"), "{e}");
+    // DATASET and -d together, or neither: a usage error.
+    let o = run(&["x.jsonl", "-d", "acme/snips"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(!out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -249,7 +249,20 @@ fn instances_without_a_prediction_are_counted_apart_from_empty_patches() {
             serde_json::json!({"instance_id": b, "model_name_or_path": "m", "model_patch": null}),
         ],
     );
-    let run = eval(m, "swe-some", &[file.to_str().unwrap(), "-p", preds.to_str().unwrap(), "--no-calibration"], &[]);
+    let reports = m.owned_dir("swe-some-reports").join("r");
+    let run = eval(
+        m,
+        "swe-some",
+        &[
+            file.to_str().unwrap(),
+            "-p",
+            preds.to_str().unwrap(),
+            "--no-calibration",
+            "--report_dir",
+            reports.to_str().unwrap(),
+        ],
+        &[],
+    );
     assert_eq!(code(&run.out), 1, "{}", stderr(&run.out));
     let err = stderr(&run.out);
     assert!(err.contains("5 of the 7 selected instances have no prediction in"), "{err}");
@@ -265,6 +278,8 @@ fn instances_without_a_prediction_are_counted_apart_from_empty_patches() {
     assert_eq!(harness["empty_patch_instances"], 2, "{harness}");
     assert_eq!(harness["submitted_instances"], 2, "{harness}");
     assert_eq!(harness["incomplete_ids"].as_array().unwrap().len(), 5, "{harness}");
+    // --report_dir (the harness's): the run report there too.
+    assert_eq!(std::fs::read_to_string(reports.join("m.polysandbox.json")).unwrap(), run.text("m.polysandbox.json"));
     // Nothing ran: no sandbox's usage record anywhere in the output.
     let o = Command::new("find").arg(&run.dir).args(["-name", "usage.json"]).output().unwrap();
     assert!(stdout(&o).is_empty(), "{}", stdout(&o));

@@ -1,6 +1,6 @@
 //! `polysandbox eval`: a whole benchmark, one sandbox per instance.
 
-use super::common::{abs, parse_shard, Common};
+use super::common::{abs, parse_shard, Common, Dataset};
 use crate::eval::{self, report, InstanceResult, Options, ReportFormat};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,6 +12,11 @@ DATASET: a directory in the Aider polyglot layout (<lang>/exercises/practice/<na
   or a JSON/JSONL file of SWE-bench, Multi-SWE-bench or CoderEval-style records.
   SWE-bench records (JSON, JSONL or Parquet, as published) run as its harness runs them:
   in their instance image, with their eval script and log parser (docs/swebench.md).
+  Or -d NAME [-s SPLIT], as the harness's run_evaluation takes it: a Hugging Face dataset
+  from the local cache, e.g. -d princeton-nlp/SWE-bench_Lite. Its other options are taken in
+  its spellings too (--max_workers, -id/--run_id, -i/--instance_ids, --predictions_path, ...);
+  -t takes instance ids here (the harness's -t is --timeout), -n a sample size (its -n is
+  --namespace).
 PREDICTIONS: gold, stub, a directory of edited solution files, or a JSON/JSONL file of
   {instance_id, model_name_or_path, model_patch} (SWE-bench) or {task_id, generation}
   (CoderEval) records.
@@ -35,16 +40,17 @@ Exit status (for CI; --fail-under to pass on a rate instead of every instance):
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct EvalArgs {
-    /// The dataset: an Aider-layout directory or a JSON/JSONL file.
-    dataset: PathBuf,
-    /// gold, stub, a directory, or a JSON/JSONL file of predictions [default: gold, the
-    /// reference solutions, which every summary then names]
-    #[arg(short = 'p', long)]
+    #[command(flatten)]
+    data: Dataset,
+    /// gold, stub, a directory, or a JSON/JSONL file of predictions (SWE-bench's
+    /// -p/--predictions_path) [default: gold, the reference solutions, which every summary
+    /// then names]
+    #[arg(short = 'p', long, visible_aliases = ["predictions-path", "predictions_path"])]
     predictions: Option<String>,
     #[command(flatten)]
     common: Common,
-    /// A deterministic sample of N instances.
-    #[arg(short = 'n', long = "sample", value_name = "N", allow_hyphen_values = true)]
+    /// A deterministic sample of N instances (SWE-bench's -n/--namespace is --namespace here).
+    #[arg(short = 'n', long = "sample", value_name = "N", value_parser = parse_sample, allow_hyphen_values = true)]
     sample: Option<usize>,
     /// Where results.jsonl, report.json, junit.xml and logs/ go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
@@ -79,6 +85,86 @@ pub struct EvalArgs {
     /// Flags are in results.jsonl either way.
     #[arg(long)]
     strict: bool,
+    /// Write the harness's run report (<model>.<run_id>.json) here too; it is always in
+    /// --output (SWE-bench's --report_dir).
+    #[arg(long, visible_alias = "report_dir", value_name = "DIR")]
+    report_dir: Option<PathBuf>,
+    #[command(flatten)]
+    harness: HarnessOnly,
+}
+
+/// SWE-bench `run_evaluation` options with no counterpart here: taken, so that a harness
+/// command line runs, each said on one line.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "SWE-bench harness options taken with no effect here")]
+pub struct HarnessOnly {
+    /// Which images the harness removes afterwards: images stay in the store here (polysandbox
+    /// rmi, prune).
+    #[arg(long, visible_alias = "cache_level", value_parser = ["none", "base", "env", "instance"])]
+    cache_level: Option<String>,
+    /// The harness's removal of images above --cache_level: images stay in the store here.
+    #[arg(long, value_parser = parse_bool, value_name = "BOOL")]
+    clean: Option<bool>,
+    /// The harness's image rebuild: images are pulled, or built by rootfs/build.sh swebench.
+    #[arg(long, visible_alias = "force_rebuild", value_parser = parse_bool, value_name = "BOOL")]
+    force_rebuild: Option<bool>,
+    /// Running on Modal: instances run here, in local sandboxes.
+    #[arg(long, value_parser = parse_bool, value_name = "BOOL")]
+    modal: Option<bool>,
+    /// The harness process's open-file limit: each sandbox has the image's own.
+    #[arg(long, visible_alias = "open_file_limit", value_name = "N")]
+    open_file_limit: Option<u64>,
+    /// The harness's environment images' tag: instance images only here (--instance-image-tag).
+    #[arg(long, visible_alias = "env_image_tag", value_name = "TAG")]
+    env_image_tag: Option<String>,
+}
+
+impl HarnessOnly {
+    /// One note for each option given.
+    fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        if let Some(l) = &self.cache_level {
+            n.push(format!(
+                "--cache_level {l}: images stay in the store here, whatever the level (polysandbox rmi, prune)"
+            ));
+        }
+        if let Some(c) = self.clean {
+            n.push(format!("--clean {c}: images stay in the store here (polysandbox rmi, prune)"));
+        }
+        if let Some(f) = self.force_rebuild {
+            n.push(format!(
+                "--force_rebuild {f}: eval builds no image; images are pulled, or built by rootfs/build.sh swebench"
+            ));
+        }
+        if let Some(m) = self.modal {
+            n.push(format!("--modal {m}: instances run here, in local sandboxes (there is no Modal backend)"));
+        }
+        if let Some(l) = self.open_file_limit {
+            n.push(format!("--open_file_limit {l}: the harness's own limit; each sandbox has its image's"));
+        }
+        if let Some(t) = &self.env_image_tag {
+            n.push(format!(
+                "--env_image_tag {t}: no environment images here, instance images only (--instance-image-tag)"
+            ));
+        }
+        n
+    }
+}
+
+/// A boolean as the SWE-bench harness reads one (its `str2bool`).
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_lowercase().as_str() {
+        "yes" | "true" | "t" | "y" | "1" => Ok(true),
+        "no" | "false" | "f" | "n" | "0" => Ok(false),
+        _ => Err(format!("{s}: a boolean (true or false)")),
+    }
+}
+
+/// `-n`'s sample size; a word there is SWE-bench's -n/--namespace, said so.
+fn parse_sample(s: &str) -> Result<usize, String> {
+    s.parse().map_err(|_| {
+        format!("{s}: -n takes a sample size here, a number (SWE-bench's -n/--namespace is --namespace {s})")
+    })
 }
 
 /// The calibration eval uses: the one named, else the dataset's default one if it exists.
@@ -165,10 +251,15 @@ pub fn main(a: EvalArgs) -> i32 {
         p @ ("gold" | "stub") => p.to_string(),
         p => abs(PathBuf::from(p)).to_string_lossy().into_owned(),
     };
-    let mut o = match a.common.options(a.dataset, &predictions, a.output) {
+    let dataset = match a.data.path() {
+        Ok(p) => p,
+        Err(e) => return super::error(e),
+    };
+    let mut o = match a.common.options(dataset, &predictions, a.output) {
         Ok(o) => o,
         Err(e) => return super::error(e),
     };
+    o.report_dir = a.report_dir.map(abs);
     o.sample = a.sample;
     o.resume = a.resume;
     o.retries = a.retries;
@@ -189,6 +280,9 @@ pub fn main(a: EvalArgs) -> i32 {
         }
         Err(e) => return super::error(e),
     };
+    for n in a.harness.notes() {
+        eprintln!("polysandbox: note: {n}");
+    }
     if given.is_none() {
         eprintln!(
             "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"

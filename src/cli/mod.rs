@@ -22,6 +22,7 @@ mod common;
 mod each_test;
 mod eval;
 mod format;
+mod hf;
 mod host;
 mod images;
 mod import;
@@ -271,6 +272,30 @@ pub(crate) fn error(msg: impl std::fmt::Display) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    /// The harness's `-id RUN_ID` is the run id for eval and calibrate (clap alone would read
+    /// `-i d`, an instance named "d"), and nothing else's, nor after `--`.
+    #[test]
+    fn the_harness_run_id_spelling_is_the_run_id() {
+        let line = os(&["polysandbox", "eval", "d.jsonl", "-id", "my-run", "-i", "x", "-id=other"]);
+        assert_eq!(
+            swebench_spellings(line),
+            os(&["polysandbox", "eval", "d.jsonl", "--run_id", "my-run", "-i", "x", "--run_id=other"])
+        );
+        let run = os(&["polysandbox", "run", "img", "-id"]);
+        assert_eq!(swebench_spellings(run.clone()), run);
+        let after = os(&["polysandbox", "calibrate", "d", "--", "-id"]);
+        assert_eq!(swebench_spellings(after.clone()), after);
+        let Ok(cli) = Cli::try_parse_from(swebench_spellings(os(&["polysandbox", "eval", "d.jsonl", "-id", "r1"])))
+        else {
+            panic!("refused")
+        };
+        assert!(matches!(cli.command, Command::Eval(_)));
+    }
 
     fn stats_json(args: &[&str]) -> Option<PathBuf> {
         stats_json_of(args.iter().map(OsString::from))

@@ -71,8 +71,14 @@ fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> 
         let known: HashSet<String> = all.iter().map(|i| i.id.clone()).collect();
         let wanted: HashSet<String> = o.ids.iter().map(|id| canonical_id(id, &known)).collect();
         if let Some(missing) = wanted.iter().find(|id| !known.contains(*id)) {
+            // A number is SWE-bench's -t/--timeout, never an id that matches nothing.
+            let hint = if missing.parse::<f64>().is_ok() {
+                format!(" (-t takes instance ids here; SWE-bench's -t/--timeout is --timeout {missing})")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "-t {missing}: no such instance in the dataset (or filtered out by --filter-category)"
+                "-t {missing}: no such instance in the dataset (or filtered out by --filter-category){hint}"
             ));
         }
         all.retain(|i| wanted.contains(&i.id));

@@ -784,11 +784,16 @@ pub fn write_run_report(
         "unstopped_containers": [],
         "unremoved_images": [],
     });
-    let path =
-        o.output.join(format!("{}.{}.json", crate::eval::names::name(&model), crate::eval::names::name(&o.run_id)));
-    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n")
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    let file = format!("{}.{}.json", crate::eval::names::name(&model), crate::eval::names::name(&o.run_id));
+    let text = serde_json::to_string_pretty(&report).unwrap() + "\n";
+    // In --output, and in --report_dir (SWE-bench's) too when given.
+    for dir in std::iter::once(&o.output).chain(o.report_dir.as_ref()) {
+        let path = dir.join(&file);
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(&path, &text))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(o.output.join(file))
 }
 
 #[cfg(test)]
