@@ -304,6 +304,8 @@ fn a_swebench_harness_command_line_runs() {
         "latest",
         "--report_dir",
         reports.to_str().unwrap(),
+        "--rewrite_reports",
+        "false",
         "--no-calibration",
     ];
     let o = run(&harness);

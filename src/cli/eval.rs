@@ -85,6 +85,11 @@ pub struct EvalArgs {
     /// Flags are in results.jsonl either way.
     #[arg(long)]
     strict: bool,
+    /// Grade again the SWE-bench instances of the run in --output from the logs it left
+    /// (each test_output.txt), running nothing, and write every report again (the harness's
+    /// --rewrite_reports). Other instances keep their results.
+    #[arg(long, visible_alias = "rewrite_reports", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL")]
+    rewrite_reports: Option<bool>,
     /// Write the harness's run report (<model>.<run_id>.json) here too; it is always in
     /// --output (SWE-bench's --report_dir).
     #[arg(long, visible_alias = "report_dir", value_name = "DIR")]
@@ -297,6 +302,9 @@ pub fn main(a: EvalArgs) -> i32 {
         ("stub", _) => "stub (the files as shipped)".to_string(),
         (_, g) => g.clone().unwrap_or_default(),
     };
+    if a.rewrite_reports == Some(true) {
+        return rewrite(&o, &label, a.fail_under);
+    }
     let named = a.calibration.is_some();
     o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
         Ok(c) => c,
@@ -374,6 +382,26 @@ fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Durati
         }
         ReportFormat::Junit => print!("{}", report::junit(results)),
     }
+}
+
+/// `--rewrite_reports`: the run in --output graded again from its logs, nothing run; its
+/// reports written again; the exit status as a run's.
+fn rewrite(o: &Options, label: &str, fail_under: Option<f64>) -> i32 {
+    let started = std::time::Instant::now();
+    let (results, notes) = match eval::rewrite(o) {
+        Ok(x) => x,
+        Err(e) => return super::error(e),
+    };
+    for n in notes {
+        eprintln!("polysandbox: note: {n}");
+    }
+    print_report(o, &results, started.elapsed(), label);
+    eprintln!("polysandbox: reports written again in {}/ from its logs (nothing ran)", o.output.display());
+    let (code, why) = exit_status(&results, fail_under);
+    if code != 0 {
+        eprintln!("polysandbox: exit {code}: {why}");
+    }
+    code
 }
 
 /// Exit statuses beyond 0, 1 and clap's 2 (see AFTER_HELP).

@@ -95,7 +95,7 @@ fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> 
     Ok(all)
 }
 
-fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
+pub(crate) fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
