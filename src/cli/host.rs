@@ -57,9 +57,10 @@ fn apparmor_confined() -> bool {
         })
 }
 
+/// Root of the initial user namespace, whom the unprivileged-only settings do not bind (root
+/// of another one, a rootless container's, is bound by them, as the sandbox treats it).
 fn is_root() -> bool {
-    // SAFETY: geteuid cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    crate::sandbox::host_root()
 }
 
 /// The user-namespace check on this host: `Err` is the one line to print.
