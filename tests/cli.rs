@@ -71,6 +71,11 @@ fn run_usage_errors_are_125_and_still_leave_the_record() {
     assert_eq!(s["error"], first.trim_start_matches("polysandbox: error: "), "{s}");
     let o = polysandbox(&["run", "--no-such-option", "--rootfs", "/", "--", "true"]);
     assert_eq!(code(&o), 125, "{}", stderr(&o));
+    // After polysandbox's own --root too; other subcommands' are 2 there as well.
+    let o = polysandbox(&["--root", "/nonexistent/store", "run", "--no-such-option", "--rootfs", "/", "--", "true"]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    let o = polysandbox(&["--root=/nonexistent/store", "images", "--no-such-option"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -37,12 +37,12 @@ mod tag;
 mod test;
 
 use clap::{Parser, Subcommand};
+use std::ffi::OsString;
+use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
 Exit status of a command line that cannot be parsed: 2, with what is wrong and the usage; for
 `run`, 125 (as podman's: 2 may be its command's own). Each subcommand's --help has the rest.";
-use std::ffi::OsString;
-use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(
@@ -185,18 +185,34 @@ fn refused(e: clap::Error, args: &[OsString], started: std::time::Instant) -> i3
     }
 }
 
-/// Whether the command line is `polysandbox run ...`.
+/// Where the subcommand is on the command line: after polysandbox's own options (`--root
+/// DIR`, `--root=DIR`).
+fn subcommand_at(args: &[OsString]) -> Option<usize> {
+    let mut i = 1;
+    loop {
+        let a = args.get(i)?;
+        if a == "--root" {
+            i += 2;
+        } else if a.to_string_lossy().starts_with("--root=") {
+            i += 1;
+        } else {
+            return Some(i);
+        }
+    }
+}
+
+/// Whether the command line is `polysandbox [--root DIR] run ...`.
 fn is_run(args: &[OsString]) -> bool {
-    args.get(1).is_some_and(|a| a == "run")
+    subcommand_at(args).is_some_and(|i| args[i] == "run")
 }
 
 /// The SWE-bench harness's `-id RUN_ID` (argparse's two-letter option), which clap would read
 /// as `-i d`: written `--run_id` for `eval` and `calibrate`, before the first `--`.
 fn swebench_spellings(mut args: Vec<OsString>) -> Vec<OsString> {
-    if !args.get(1).is_some_and(|a| a == "eval" || a == "calibrate") {
+    let Some(at) = subcommand_at(&args).filter(|i| args[*i] == "eval" || args[*i] == "calibrate") else {
         return args;
-    }
-    for a in args.iter_mut().skip(2) {
+    };
+    for a in args.iter_mut().skip(at + 1) {
         if a == "--" {
             break;
         }
@@ -290,6 +306,12 @@ mod tests {
         assert_eq!(swebench_spellings(run.clone()), run);
         let after = os(&["polysandbox", "calibrate", "d", "--", "-id"]);
         assert_eq!(swebench_spellings(after.clone()), after);
+        // After polysandbox's own --root.
+        let rooted = os(&["polysandbox", "--root", "/s", "eval", "d", "-id", "r"]);
+        assert_eq!(swebench_spellings(rooted), os(&["polysandbox", "--root", "/s", "eval", "d", "--run_id", "r"]));
+        assert!(
+            is_run(&os(&["polysandbox", "--root=/s", "run", "x"])) && !is_run(&os(&["polysandbox", "--root", "run"]))
+        );
         let Ok(cli) = Cli::try_parse_from(swebench_spellings(os(&["polysandbox", "eval", "d.jsonl", "-id", "r1"])))
         else {
             panic!("refused")
