@@ -56,7 +56,8 @@ fn gold_resolves_and_stub_does_not_in_every_language() {
         let mut a = a.clone();
         a.extend(["-p", "stub"]);
         let stub = eval(m, &a);
-        assert_eq!(code(&stub.out), 0, "{m:?}: {}", stderr(&stub.out));
+        // Graded, and not resolved: exit 1 (a CI step fails).
+        assert_eq!(code(&stub.out), 1, "{m:?}: {}", stderr(&stub.out));
         for lang in &l {
             assert_eq!(stub.verdict(&format!("{lang}/sum-two")), "unresolved", "{m:?} {lang}");
         }
@@ -76,8 +77,8 @@ fn timeouts_oom_edited_tests_and_fake_passes_are_caught() {
         let t = run(&prediction("timeout"), &["--timeout", "3s"]);
         assert_eq!(t.verdict("python/sum-two"), "timeout", "{m:?}: {}", t.result("python/sum-two"));
         assert_eq!(t.result("python/sum-two")["timed_out"], true);
-        // A directory of predictions that names no go file: that instance has nothing to run.
-        assert_eq!(t.verdict("go/sum-two"), "empty_patch");
+        // A directory of predictions that names no go file: that instance has no prediction.
+        assert_eq!(t.verdict("go/sum-two"), "no_prediction");
 
         let o = run(&prediction("oom"), &["--memory", "128M"]);
         assert_eq!(o.verdict("python/sum-two"), "oom", "{m:?}: {}", o.result("python/sum-two"));
@@ -120,20 +121,20 @@ fn resume_skips_only_unchanged_instances() {
         let mut resumed = args.to_vec();
         resumed.push("--resume");
         let r = eval_in(m, &dir, &resumed);
-        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        assert_eq!(code(&r.out), 1, "the stub is not resolved: {}", stderr(&r.out));
         assert_eq!(r.results().len(), 1, "{m:?}: nothing reran");
         assert_eq!(r.report()["unresolved"], 1);
         // Other limits are other settings: a different --pids runs it again.
         let mut pids = resumed.clone();
         pids.extend(["--pids", "512"]);
         let p2 = eval_in(m, &dir, &pids);
-        assert_eq!((code(&p2.out), p2.results().len()), (0, 2), "{m:?}: {}", stderr(&p2.out));
+        assert_eq!((code(&p2.out), p2.results().len()), (1, 2), "{m:?}: {}", stderr(&p2.out));
         // So is --strict: a flagged prediction resolved without it is unresolved with it, so a
         // verdict reached without it is not kept (it was).
         let mut strict = pids.clone();
         strict.push("--strict");
         let s2 = eval_in(m, &dir, &strict);
-        assert_eq!((code(&s2.out), s2.results().len()), (0, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
+        assert_eq!((code(&s2.out), s2.results().len()), (1, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
         // A different prediction is a different instance run.
         let mut changed = resumed.clone();
         changed[4] = "gold";
@@ -180,7 +181,8 @@ fn swe_bench_and_multi_swe_bench_records_are_graded_by_their_tests() {
         assert_eq!(cheat.verdict("acme__calc-2"), "empty_patch");
         let rep = cheat.report();
         assert_eq!(rep["empty_patch_ids"][0], "acme__calc-2");
-        assert_eq!(rep["submitted_instances"], 1);
+        // Submitted as the harness counts them: both have a prediction, one of them empty.
+        assert_eq!(rep["submitted_instances"], 2);
     }
 }
 
@@ -215,6 +217,11 @@ fn codereval_snippets_in(m: Mode) {
     let f = file.display().to_string();
     let gold = eval(m, &[&f]);
     assert_eq!(gold.verdict("snip-1"), "resolved", "{}", stderr(&gold.out));
+    // No -p: gold, and every summary names it (the table, report.json, a note before the run).
+    let said = "predictions: gold (the dataset's reference solutions: -p was not given)";
+    assert!(stdout(&gold.out).contains(said), "{}", stdout(&gold.out));
+    assert_eq!(gold.report()["predictions"], "gold");
+    assert!(stderr(&gold.out).contains("note: no -p: grading gold"), "{}", stderr(&gold.out));
     assert_eq!(gold.verdict("snip-2"), "resolved");
     let r = gold.result("snip-3");
     assert_eq!((r["verdict"].as_str(), r["exit_code"].as_i64()), (Some("unresolved"), Some(0)), "{r}");
@@ -280,12 +287,15 @@ fn javascript_snippets_find_no_tag_in_their_file() {
 fn shards_split_the_dataset_and_samples_are_stable() {
     let m = modes()[0];
     let p = polyglot();
-    let empty = prediction("empty.jsonl");
+    // One empty patch and no other prediction: every instance graded, none run.
+    let empty =
+        write_records(m, "one-empty.jsonl", &[serde_json::json!({"instance_id": "python/sum-two", "model_patch": ""})]);
+    let empty = empty.display().to_string();
     let ids = |extra: &[&str]| {
         let mut a = vec![p.as_str(), "-p", empty.as_str()];
         a.extend_from_slice(extra);
         let r = eval(m, &a);
-        assert_eq!(code(&r.out), 0, "{}", stderr(&r.out));
+        assert_eq!(code(&r.out), 1, "{}", stderr(&r.out));
         let mut v: Vec<String> = r.results().iter().map(|x| x["instance_id"].as_str().unwrap().to_string()).collect();
         v.sort();
         v
@@ -307,9 +317,19 @@ fn shards_split_the_dataset_and_samples_are_stable() {
 fn bad_input_is_one_clear_line_and_writes_nothing() {
     let m = modes()[0];
     let p = polyglot();
+    // Predictions that cannot be meant for this dataset: none at all, ids it does not have (the
+    // SWE-bench harness refuses them too), an id given twice with different predictions.
+    let rec = |id: &str, patch: &str| serde_json::json!({"instance_id": id, "model_patch": patch});
+    let none = write_records(m, "none.jsonl", &[]);
+    let unknown = write_records(m, "unknown.jsonl", &[rec("python/sum-two", ""), rec("django__django-11099", "")]);
+    let twice = write_records(m, "twice.jsonl", &[rec("go/sum-two", "a"), rec("aider_go_sum-two", "b")]);
+    let (none, unknown, twice) =
+        (none.display().to_string(), unknown.display().to_string(), twice.display().to_string());
     let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec![&p, "-p", &none], "no predictions in it"),
+        (vec![&p, "-p", &unknown], "1 instance id is not in the dataset (django__django-11099)"),
+        (vec![&p, "-p", &twice], "go/sum-two is given twice with different predictions (records 1 and 2)"),
         (vec!["/nonexistent/dataset"], "dataset /nonexistent/dataset"),
-        (vec![&p, "--shard", "0/2"], "shards count from 1"),
         (vec![&p, "-t", "python/nope"], "-t python/nope"),
         (vec![&p, "--image", "cobol=x"], "no language \"cobol\""),
         (vec![&p, "--filter-category", "cobol"], "--filter-category cobol"),
@@ -324,6 +344,17 @@ fn bad_input_is_one_clear_line_and_writes_nothing() {
         assert!(err.contains(msg), "{args:?}: {err}");
         assert!(!dir.exists(), "{args:?}: wrote {}", dir.display());
     }
+    // A value clap's parser refuses: a usage error (2), clap's message, nothing written.
+    let dir = m.owned_dir("bad").join("out");
+    let r = eval_in(m, &dir, &[&p, "--shard", "0/2"]);
+    assert_eq!(code(&r.out), 2, "{}", stderr(&r.out));
+    assert!(
+        stderr(&r.out)
+            .starts_with("polysandbox: error: invalid value '0/2' for '--shard <I/N>': 0/2: shards count from 1"),
+        "{}",
+        stderr(&r.out)
+    );
+    assert!(!dir.exists(), "wrote {}", dir.display());
 }
 
 #[test]
@@ -334,7 +365,8 @@ fn a_missing_image_is_an_infrastructure_error_not_a_failure() {
         m,
         &[&p, "--filter-category", "python", "--image", "python=localhost/polysandbox/absent:1", "--retries", "0"],
     );
-    assert_eq!(code(&r.out), 1, "{}", stderr(&r.out));
+    // Infrastructure, not a failure of the prediction: 3, apart from "not resolved" (1).
+    assert_eq!(code(&r.out), 3, "{}", stderr(&r.out));
     let res = r.result("python/sum-two");
     assert_eq!(res["verdict"], "error");
     assert!(res["reason"].as_str().unwrap().contains("absent"), "{res}");
@@ -509,8 +541,8 @@ fn hostile_prediction_directories_are_refused_never_followed() {
             assert!(r["reason"].as_str().unwrap_or("").contains("refused"), "{m:?} {how}: {r}");
             let o = Command::new("grep").args(["-rls", &secret_text]).arg(&run.dir).output().unwrap();
             assert!(stdout(&o).is_empty(), "{m:?} {how}: the host file reached the logs: {}", stdout(&o));
-            // Other instances are graded as usual (go has no prediction here: empty).
-            assert_eq!(run.verdict("go/sum-two"), "empty_patch", "{m:?} {how}");
+            // Other instances are graded as usual (go has no prediction here).
+            assert_eq!(run.verdict("go/sum-two"), "no_prediction", "{m:?} {how}");
         }
     }
 }

@@ -228,6 +228,121 @@ fn gold_resolves_every_record_no_patch_none_and_runs_agree() {
     assert_eq!(report["resolved_instances"], 0);
 }
 
+/// Predictions for some of the records: an empty patch (`""` or `null`) is the harness's
+/// empty_patch, an instance with no prediction is apart (not submitted, in the harness's run
+/// report incomplete), each said before the run; neither is run, and the exit status says not
+/// everything resolved.
+#[test]
+fn instances_without_a_prediction_are_counted_apart_from_empty_patches() {
+    if !replicas_ready("instances_without_a_prediction_are_counted_apart_from_empty_patches") {
+        return;
+    }
+    let m = Mode::Root;
+    let recs = records();
+    let file = write_records(m, "all.jsonl", &recs);
+    let (a, b) = (recs[0]["instance_id"].as_str().unwrap(), recs[1]["instance_id"].as_str().unwrap());
+    let preds = write_records(
+        m,
+        "two.jsonl",
+        &[
+            serde_json::json!({"instance_id": a, "model_name_or_path": "m", "model_patch": ""}),
+            serde_json::json!({"instance_id": b, "model_name_or_path": "m", "model_patch": null}),
+        ],
+    );
+    let reports = m.owned_dir("swe-some-reports").join("r");
+    let run = eval(
+        m,
+        "swe-some",
+        &[
+            file.to_str().unwrap(),
+            "-p",
+            preds.to_str().unwrap(),
+            "--no-calibration",
+            "--report_dir",
+            reports.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code(&run.out), 1, "{}", stderr(&run.out));
+    let err = stderr(&run.out);
+    assert!(err.contains("5 of the 7 selected instances have no prediction in"), "{err}");
+    let v = run.verdicts();
+    assert_eq!((v[a].as_str(), v[b].as_str()), ("empty_patch", "empty_patch"), "{v:?}");
+    assert_eq!(v.values().filter(|x| *x == "no_prediction").count(), 5, "{v:?}");
+    let ours = run.json("report.json");
+    assert_eq!(ours["empty_patch_instances"], 2, "{ours}");
+    assert_eq!(ours["no_prediction_instances"], 5, "{ours}");
+    assert_eq!(ours["submitted_instances"], 2, "{ours}");
+    assert_eq!(ours["total_instances"], 7, "{ours}");
+    let harness = run.json("m.polysandbox.json");
+    assert_eq!(harness["empty_patch_instances"], 2, "{harness}");
+    assert_eq!(harness["submitted_instances"], 2, "{harness}");
+    assert_eq!(harness["incomplete_ids"].as_array().unwrap().len(), 5, "{harness}");
+    // --report_dir (the harness's): the run report there too.
+    assert_eq!(std::fs::read_to_string(reports.join("m.polysandbox.json")).unwrap(), run.text("m.polysandbox.json"));
+    // Nothing ran: no sandbox's usage record anywhere in the output.
+    let o = Command::new("find").arg(&run.dir).args(["-name", "usage.json"]).output().unwrap();
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}
+
+/// `--rewrite_reports` (the harness's): the run in -o graded again from the test_output.txt it
+/// left, nothing run, every report written again: a log whose FAIL_TO_PASS test now reads
+/// FAILED makes the instance unresolved (exit 1), the log as it was makes it resolved again.
+#[test]
+fn rewrite_reports_grades_the_logs_again_and_runs_nothing() {
+    if !replicas_ready("rewrite_reports_grades_the_logs_again_and_runs_nothing") {
+        return;
+    }
+    let m = Mode::Root;
+    let file = write_records(m, "all.jsonl", &records());
+    let f = file.to_str().unwrap();
+    let id = "pallets__flask-4992";
+    let test = "tests/test_config.py::test_config_from_file_toml";
+    let first = eval(m, "swe-rewrite", &[f, "-p", "gold", "-i", id, "-id", "again"], &[]);
+    assert_eq!(code(&first.out), 0, "{}", stderr(&first.out));
+    let hdir = first.dir.join(format!("logs/run_evaluation/again/gold/{id}"));
+    let log = std::fs::read_to_string(hdir.join("test_output.txt")).unwrap();
+    let usage = std::fs::read(hdir.join("usage.json")).unwrap();
+    let passed = format!("PASSED {test}");
+    assert!(log.contains(&passed), "{log}");
+    let rewrite = || {
+        let mut c = m.command();
+        c.args(["eval", f, "-p", "gold", "-i", id, "-id", "again", "--rewrite_reports", "True", "-o"]).arg(&first.dir);
+        c.stdin(Stdio::null()).output().unwrap()
+    };
+    std::fs::write(hdir.join("test_output.txt"), log.replace(&passed, &format!("FAILED {test}"))).unwrap();
+    let o = rewrite();
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nothing ran") && stderr(&o).contains(&format!("{id} resolved -> unresolved")),
+        "{}",
+        stderr(&o)
+    );
+    let r = &first.results()[id];
+    assert_eq!(r["verdict"], "unresolved", "{r}");
+    assert_eq!(r["fail_to_pass"]["failure"], serde_json::json!([test]), "{r}");
+    assert_eq!(first.results().len(), 1);
+    let rep = first.json(&format!("logs/run_evaluation/again/gold/{id}/report.json"));
+    assert_eq!(rep[id]["resolved"], false, "{rep}");
+    assert_eq!(first.json("gold.again.json")["resolved_instances"], 0);
+    assert_eq!(first.json("report.json")["unresolved_instances"], 1);
+    // Nothing ran: the sandbox's record is the first run's.
+    assert_eq!(std::fs::read(hdir.join("usage.json")).unwrap(), usage);
+    std::fs::write(hdir.join("test_output.txt"), &log).unwrap();
+    let o = rewrite();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(first.results()[id]["verdict"], "resolved");
+    assert_eq!(first.json("gold.again.json")["resolved_instances"], 1);
+    // An output directory with no run in it: one line, nothing written.
+    let empty = m.owned_dir("swe-rewrite-none").join("out");
+    let mut c = m.command();
+    c.args(["eval", f, "-p", "gold", "--rewrite_reports", "-o"]).arg(&empty);
+    let o = c.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds no results of an earlier run"), "{}", stderr(&o));
+    assert!(!empty.exists());
+}
+
 /// Without the newer columns the image name, eval script and parser are derived as the
 /// harness derives them, and grade the same; the published formats (a JSON list here,
 /// Parquet in the test above) are read as JSONL is.

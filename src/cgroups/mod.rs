@@ -193,6 +193,12 @@ impl Backend {
     }
 }
 
+/// Whether a rootless sandbox would get a cgroup for its limits, found as one would be (a
+/// delegated cgroup v2 subtree), without making one: `Err` says why not.
+pub fn rootless_delegation() -> Result<(), Unavailable> {
+    v2::parent(&Mounts::read()).map(|_| ())
+}
+
 /// What names our cgroup: `<pid>-<start time>`, so that a later run can tell a stale one (its
 /// owner was SIGKILLed) from a live one.
 fn own_name() -> String {

@@ -24,7 +24,7 @@ fn writable(p: &Path) -> bool {
 }
 
 /// The directory under which our groups go.
-fn parent(mounts: &Mounts) -> Result<PathBuf, Unavailable> {
+pub(super) fn parent(mounts: &Mounts) -> Result<PathBuf, Unavailable> {
     let (mp, own) = mounts.v2_own().ok_or_else(|| Unavailable("no cgroup2 hierarchy is mounted".into()))?;
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } == 0 {

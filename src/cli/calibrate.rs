@@ -17,10 +17,10 @@ memory. Exit status: 0 written; 1 written, and gold fails somewhere; 125 could n
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct CalibrateArgs {
-    /// The dataset: an Aider-layout directory or a JSON/JSONL file.
-    dataset: PathBuf,
+    #[command(flatten)]
+    data: super::common::Dataset,
     /// Gold runs per instance (tests whose status differs between them are flaky).
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=20), allow_hyphen_values = true)]
     runs: u32,
     /// Skip the stub run.
     #[arg(long)]
@@ -45,10 +45,17 @@ pub fn main(a: CalibrateArgs) -> i32 {
             output.display()
         ));
     }
-    let base = match a.common.options(a.dataset, "gold", output.clone()) {
+    let dataset = match a.data.path() {
+        Ok(p) => p,
+        Err(e) => return super::error(e),
+    };
+    let base = match a.common.options(dataset, "gold", output.clone()) {
         Ok(o) => o,
         Err(e) => return super::error(e),
     };
+    if let Some(n) = super::host::cgroup_note() {
+        eprintln!("polysandbox: note: {n}");
+    }
     let target = a.calibration.map(super::common::abs).unwrap_or_else(|| {
         calibration::default_path(
             &base.root.clone().unwrap_or_else(crate::image::store::Store::default_root),

@@ -6,35 +6,77 @@ use clap::Args;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The dataset, as eval and calibrate name it: DATASET, or SWE-bench's `-d/--dataset_name`
+/// (a file, a directory with SPLIT.parquet, or a Hugging Face name read from the local cache)
+/// with `-s/--split`.
+#[derive(Args, Debug)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("data").required(true).multiple(false).args(["dataset", "dataset_name"])))]
+pub struct Dataset {
+    /// The dataset: an Aider-layout directory, or a JSON, JSONL or Parquet file of records.
+    dataset: Option<PathBuf>,
+    /// The dataset as SWE-bench's harness names it: a file, a directory holding SPLIT.parquet,
+    /// or a Hugging Face dataset (SWE-bench/SWE-bench_Lite, princeton-nlp/SWE-bench_Verified,
+    /// lite) found in the local Hugging Face cache; nothing is downloaded.
+    #[arg(short = 'd', long = "dataset-name", visible_alias = "dataset_name", value_name = "NAME|FILE")]
+    dataset_name: Option<String>,
+    /// The split of a --dataset-name (SWE-bench's -s/--split).
+    #[arg(short = 's', long, default_value = "test")]
+    split: String,
+}
+
+impl Dataset {
+    /// The dataset's path: DATASET, or the file `--dataset-name` and `--split` name.
+    pub fn path(&self) -> Result<PathBuf, String> {
+        match (&self.dataset, &self.dataset_name) {
+            (Some(p), _) => Ok(p.clone()),
+            (None, Some(name)) => {
+                let p = super::hf::resolve(name, &self.split, &|k| std::env::var(k).ok())?;
+                if p.to_string_lossy() != name.as_str() {
+                    eprintln!("polysandbox: dataset {name} (split {}): {}", self.split, p.display());
+                }
+                Ok(p)
+            }
+            (None, None) => Err("no dataset: give DATASET or --dataset-name".into()),
+        }
+    }
+}
+
 /// What eval and calibrate both take: which instances, where from, with what images and limits.
 #[derive(Args, Debug)]
 pub struct Common {
     /// Sandboxes at once (also bounded by the host's memory and the limits).
-    #[arg(short = 'j', long, default_value_t = 2, visible_alias = "max-workers", alias = "max_workers")]
+    #[arg(
+        short = 'j',
+        long,
+        default_value_t = 2,
+        visible_aliases = ["max-workers", "max_workers"],
+        allow_hyphen_values = true
+    )]
     jobs: usize,
     /// Only these languages.
     #[arg(long = "filter-category", num_args = 1.., value_name = "LANG")]
     filter_category: Vec<String>,
-    /// Only these instance ids.
-    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID", visible_alias = "instance-ids", alias = "instance_ids")]
+    /// Only these instance ids (SWE-bench's -i/--instance_ids; its -t is --timeout here).
+    #[arg(short = 't', long = "instance", num_args = 1.., value_name = "ID", visible_short_alias = 'i', visible_alias = "instance-ids", alias = "instance_ids")]
     instances: Vec<String>,
-    /// Wall-clock limit per instance (default: the catalogue's per language; 1800 s for
-    /// SWE-bench records, as its harness).
-    #[arg(long, value_parser = units::parse_duration)]
+    /// Wall-clock limit per instance, e.g. 1800 (seconds) or 30m (default: the catalogue's per
+    /// language; 1800 s for SWE-bench records, as its harness).
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
     /// CPUs per instance (default: the catalogue's).
-    #[arg(long, value_parser = units::parse_cpus)]
+    #[arg(long, value_parser = units::parse_cpus, allow_hyphen_values = true)]
     cpus: Option<f64>,
     /// Memory per instance, no swap (default: the catalogue's).
-    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    #[arg(short = 'm', long, value_parser = units::parse_size, allow_hyphen_values = true)]
     memory: Option<u64>,
     /// The most an instance may write, its tree's changes included (default: its memory
     /// limit; the writable layer is a tmpfs that counts against it).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     disk: Option<u64>,
     /// Processes and threads at once per sandbox (default 4096): a prediction cannot take
     /// the host's process ids from its neighbours or the host.
-    #[arg(long, default_value_t = crate::eval::options::DEFAULT_PIDS, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = crate::eval::options::DEFAULT_PIDS, value_parser = clap::value_parser!(u64).range(1..), allow_hyphen_values = true)]
     pids: u64,
     /// Use this image for a language: LANG=REF.
     #[arg(long = "image", value_name = "LANG=REF")]
@@ -54,10 +96,11 @@ pub struct Common {
     #[arg(long)]
     namespace: Option<String>,
     /// SWE-bench: the instance images' tag.
-    #[arg(long, alias = "instance_image_tag", value_name = "TAG")]
+    #[arg(long, visible_alias = "instance_image_tag", value_name = "TAG")]
     instance_image_tag: Option<String>,
-    /// SWE-bench: the run's name, in logs/run_evaluation/<RUN_ID>/ and <model>.<RUN_ID>.json.
-    #[arg(long, alias = "run_id", default_value = "polysandbox")]
+    /// SWE-bench: the run's name, in logs/run_evaluation/<RUN_ID>/ and <model>.<RUN_ID>.json
+    /// (also -id RUN_ID, the harness's spelling).
+    #[arg(long, visible_alias = "run_id", default_value = "polysandbox")]
     run_id: String,
     /// The sandboxes' network: none (only loopback), or the host's (the SWE-bench harness's
     /// containers have one; code under test could then fetch anything).
@@ -70,13 +113,13 @@ pub struct Common {
     per_test: String,
     /// Per-test wall-clock limit where tests run one per process: a test past it is stopped
     /// and failed, the others go on.
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_timeout: Option<Duration>,
     /// Per-test memory limit where tests run one per process (resident memory, sampled).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     test_memory: Option<u64>,
     /// Per-test CPU time limit where tests run one per process (RLIMIT_CPU).
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_cpu_time: Option<Duration>,
 }
 

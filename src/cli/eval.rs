@@ -1,6 +1,6 @@
 //! `polysandbox eval`: a whole benchmark, one sandbox per instance.
 
-use super::common::{abs, parse_shard, Common};
+use super::common::{abs, parse_shard, Common, Dataset};
 use crate::eval::{self, report, InstanceResult, Options, ReportFormat};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,28 +12,45 @@ DATASET: a directory in the Aider polyglot layout (<lang>/exercises/practice/<na
   or a JSON/JSONL file of SWE-bench, Multi-SWE-bench or CoderEval-style records.
   SWE-bench records (JSON, JSONL or Parquet, as published) run as its harness runs them:
   in their instance image, with their eval script and log parser (docs/swebench.md).
+  Or -d NAME [-s SPLIT], as the harness's run_evaluation takes it: a Hugging Face dataset
+  from the local cache, e.g. -d princeton-nlp/SWE-bench_Lite. Its other options are taken in
+  its spellings too (--max_workers, -id/--run_id, -i/--instance_ids, --predictions_path, ...);
+  -t takes instance ids here (the harness's -t is --timeout), -n a sample size (its -n is
+  --namespace).
 PREDICTIONS: gold, stub, a directory of edited solution files, or a JSON/JSONL file of
   {instance_id, model_name_or_path, model_patch} (SWE-bench) or {task_id, generation}
   (CoderEval) records.
-Verdicts: resolved, unresolved, empty_patch, patch_failed, timeout, oom, error
+  Ids the dataset lacks, an empty file, an id twice with different predictions: refused.
+  Without -p, gold is graded, and every summary says so.
+Verdicts: resolved, unresolved, empty_patch, no_prediction, patch_failed, timeout, oom, error
   (error = infrastructure: retried, then counted as not resolved and listed to rerun; a failure
   after the prediction was applied is the prediction's unless gold fails the same way here).
   accuracy_score = resolved over every instance the dataset and its calibration admit.
-Exit status: 0 every instance got a verdict other than error; 1 some ended in error;
-  130 interrupted (rerun with --resume); 125 eval could not start.";
+Exit status (for CI; --fail-under to pass on a rate instead of every instance):
+    0  every scored instance resolved (with --fail-under RATE: accuracy_score at least RATE)
+    1  some scored instance not resolved (unresolved, empty_patch, no_prediction, patch_failed,
+       timeout, oom), or accuracy_score under RATE
+    2  the command line cannot be parsed (clap's message)
+    3  infrastructure errors remain (`error` after --retries, listed in rerun_ids): the score
+       is incomplete; rerun them with --resume
+  125  eval could not start (bad input, nothing run or written)
+  130  interrupted (rerun with --resume)
+  Instances the calibration leaves out (gold fails here) are not scored and change nothing.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
 pub struct EvalArgs {
-    /// The dataset: an Aider-layout directory or a JSON/JSONL file.
-    dataset: PathBuf,
-    /// gold, stub, a directory, or a JSON/JSONL file of predictions.
-    #[arg(short = 'p', long, default_value = "gold")]
-    predictions: String,
+    #[command(flatten)]
+    data: Dataset,
+    /// gold, stub, a directory, or a JSON/JSONL file of predictions (SWE-bench's
+    /// -p/--predictions_path) [default: gold, the reference solutions, which every summary
+    /// then names]
+    #[arg(short = 'p', long, visible_aliases = ["predictions-path", "predictions_path"])]
+    predictions: Option<String>,
     #[command(flatten)]
     common: Common,
-    /// A deterministic sample of N instances.
-    #[arg(short = 'n', long = "sample", value_name = "N")]
+    /// A deterministic sample of N instances (SWE-bench's -n/--namespace is --namespace here).
+    #[arg(short = 'n', long = "sample", value_name = "N", value_parser = parse_sample, allow_hyphen_values = true)]
     sample: Option<usize>,
     /// Where results.jsonl, report.json, junit.xml and logs/ go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
@@ -43,7 +60,7 @@ pub struct EvalArgs {
     #[arg(long)]
     resume: bool,
     /// Retries of an instance that ended in an infrastructure error.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     retries: u32,
     /// Run shard I of N (from 1), a deterministic split for job arrays.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
@@ -55,6 +72,10 @@ pub struct EvalArgs {
     /// store, when there is one).
     #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
     calibration: Option<PathBuf>,
+    /// Exit 0 when accuracy_score (resolved over scored instances) is at least RATE, a
+    /// fraction (0.8) or a percentage (80%), rather than only when every instance resolved.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate, allow_hyphen_values = true)]
+    fail_under: Option<f64>,
     /// Grade without a calibration even if the dataset has one.
     #[arg(long)]
     no_calibration: bool,
@@ -64,6 +85,91 @@ pub struct EvalArgs {
     /// Flags are in results.jsonl either way.
     #[arg(long)]
     strict: bool,
+    /// Grade again the SWE-bench instances of the run in --output from the logs it left
+    /// (each test_output.txt), running nothing, and write every report again (the harness's
+    /// --rewrite_reports). Other instances keep their results.
+    #[arg(long, visible_alias = "rewrite_reports", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool, value_name = "BOOL")]
+    rewrite_reports: Option<bool>,
+    /// Write the harness's run report (<model>.<run_id>.json) here too; it is always in
+    /// --output (SWE-bench's --report_dir).
+    #[arg(long, visible_alias = "report_dir", value_name = "DIR")]
+    report_dir: Option<PathBuf>,
+    #[command(flatten)]
+    harness: HarnessOnly,
+}
+
+/// SWE-bench `run_evaluation` options with no counterpart here: taken, so that a harness
+/// command line runs, each said on one line.
+#[derive(Args, Debug)]
+#[command(next_help_heading = "SWE-bench harness options taken with no effect here")]
+pub struct HarnessOnly {
+    /// Which images the harness removes afterwards: images stay in the store here (polysandbox
+    /// rmi, prune).
+    #[arg(long, visible_alias = "cache_level", value_parser = ["none", "base", "env", "instance"])]
+    cache_level: Option<String>,
+    /// The harness's removal of images above --cache_level: images stay in the store here.
+    #[arg(long, value_parser = parse_bool, value_name = "BOOL")]
+    clean: Option<bool>,
+    /// The harness's image rebuild: images are pulled, or built by rootfs/build.sh swebench.
+    #[arg(long, visible_alias = "force_rebuild", value_parser = parse_bool, value_name = "BOOL")]
+    force_rebuild: Option<bool>,
+    /// Running on Modal: instances run here, in local sandboxes.
+    #[arg(long, value_parser = parse_bool, value_name = "BOOL")]
+    modal: Option<bool>,
+    /// The harness process's open-file limit: each sandbox has the image's own.
+    #[arg(long, visible_alias = "open_file_limit", value_name = "N")]
+    open_file_limit: Option<u64>,
+    /// The harness's environment images' tag: instance images only here (--instance-image-tag).
+    #[arg(long, visible_alias = "env_image_tag", value_name = "TAG")]
+    env_image_tag: Option<String>,
+}
+
+impl HarnessOnly {
+    /// One note for each option given.
+    fn notes(&self) -> Vec<String> {
+        let mut n = Vec::new();
+        if let Some(l) = &self.cache_level {
+            n.push(format!(
+                "--cache_level {l}: images stay in the store here, whatever the level (polysandbox rmi, prune)"
+            ));
+        }
+        if let Some(c) = self.clean {
+            n.push(format!("--clean {c}: images stay in the store here (polysandbox rmi, prune)"));
+        }
+        if let Some(f) = self.force_rebuild {
+            n.push(format!(
+                "--force_rebuild {f}: eval builds no image; images are pulled, or built by rootfs/build.sh swebench"
+            ));
+        }
+        if let Some(m) = self.modal {
+            n.push(format!("--modal {m}: instances run here, in local sandboxes (there is no Modal backend)"));
+        }
+        if let Some(l) = self.open_file_limit {
+            n.push(format!("--open_file_limit {l}: the harness's own limit; each sandbox has its image's"));
+        }
+        if let Some(t) = &self.env_image_tag {
+            n.push(format!(
+                "--env_image_tag {t}: no environment images here, instance images only (--instance-image-tag)"
+            ));
+        }
+        n
+    }
+}
+
+/// A boolean as the SWE-bench harness reads one (its `str2bool`).
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s.to_lowercase().as_str() {
+        "yes" | "true" | "t" | "y" | "1" => Ok(true),
+        "no" | "false" | "f" | "n" | "0" => Ok(false),
+        _ => Err(format!("{s}: a boolean (true or false)")),
+    }
+}
+
+/// `-n`'s sample size; a word there is SWE-bench's -n/--namespace, said so.
+fn parse_sample(s: &str) -> Result<usize, String> {
+    s.parse().map_err(|_| {
+        format!("{s}: -n takes a sample size here, a number (SWE-bench's -n/--namespace is --namespace {s})")
+    })
 }
 
 /// The calibration eval uses: the one named, else the dataset's default one if it exists.
@@ -145,14 +251,20 @@ fn calibrate_missing(
 }
 
 pub fn main(a: EvalArgs) -> i32 {
-    let predictions = match a.predictions.as_str() {
-        "gold" | "stub" => a.predictions.clone(),
+    let given = a.predictions.clone();
+    let predictions = match given.as_deref().unwrap_or("gold") {
+        p @ ("gold" | "stub") => p.to_string(),
         p => abs(PathBuf::from(p)).to_string_lossy().into_owned(),
     };
-    let mut o = match a.common.options(a.dataset, &predictions, a.output) {
+    let dataset = match a.data.path() {
+        Ok(p) => p,
+        Err(e) => return super::error(e),
+    };
+    let mut o = match a.common.options(dataset, &predictions, a.output) {
         Ok(o) => o,
         Err(e) => return super::error(e),
     };
+    o.report_dir = a.report_dir.map(abs);
     o.sample = a.sample;
     o.resume = a.resume;
     o.retries = a.retries;
@@ -165,9 +277,34 @@ pub fn main(a: EvalArgs) -> i32 {
     o.strict = a.strict;
     // Bad input is one line: the selection is checked before any note about a calibration.
     let selected = match crate::eval::check_input(&o) {
-        Ok(ids) => ids,
+        Ok((ids, notes)) => {
+            for n in notes {
+                eprintln!("polysandbox: note: {n}");
+            }
+            ids
+        }
         Err(e) => return super::error(e),
     };
+    for n in a.harness.notes() {
+        eprintln!("polysandbox: note: {n}");
+    }
+    if given.is_none() {
+        eprintln!(
+            "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"
+        );
+    }
+    if let Some(n) = super::host::cgroup_note() {
+        eprintln!("polysandbox: note: {n}");
+    }
+    let label = match (o.predictions.as_str(), &given) {
+        ("gold", None) => "gold (the dataset's reference solutions: -p was not given)".to_string(),
+        ("gold", Some(_)) => "gold (the dataset's reference solutions)".to_string(),
+        ("stub", _) => "stub (the files as shipped)".to_string(),
+        (_, g) => g.clone().unwrap_or_default(),
+    };
+    if a.rewrite_reports == Some(true) {
+        return rewrite(&o, &label, a.fail_under);
+    }
     let named = a.calibration.is_some();
     o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
         Ok(c) => c,
@@ -182,7 +319,7 @@ pub fn main(a: EvalArgs) -> i32 {
             Ok(None) => {}
             Err(e) if e == super::calibrate::INTERRUPTED => {
                 eprintln!("polysandbox: {e}");
-                return 130;
+                return INTERRUPTED;
             }
             Err(e) => return super::error(e),
         }
@@ -223,18 +360,153 @@ pub fn main(a: EvalArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     bar.finish_and_clear();
-    match o.format {
-        ReportFormat::Table => print!("{}", report::table(&results, wall)),
-        ReportFormat::Json => out!("{}", serde_json::to_string_pretty(&report::summary(&results, wall)).unwrap()),
-        ReportFormat::Junit => print!("{}", report::junit(&results)),
-    }
+    print_report(&o, &results, wall, &label);
     eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());
     if interrupted {
         eprintln!("polysandbox: interrupted; continue with --resume");
-        130
-    } else if results.iter().any(|r| r.verdict == eval::Verdict::Error) {
-        1
+        return INTERRUPTED;
+    }
+    let (code, why) = exit_status(&results, a.fail_under);
+    if code != 0 {
+        eprintln!("polysandbox: exit {code}: {why}");
+    }
+    code
+}
+
+/// The summary on stdout, in `--format`.
+fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Duration, label: &str) {
+    match o.format {
+        ReportFormat::Table => print!("{}", report::table(results, wall, label)),
+        ReportFormat::Json => {
+            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions)).unwrap())
+        }
+        ReportFormat::Junit => print!("{}", report::junit(results)),
+    }
+}
+
+/// `--rewrite_reports`: the run in --output graded again from its logs, nothing run; its
+/// reports written again; the exit status as a run's.
+fn rewrite(o: &Options, label: &str, fail_under: Option<f64>) -> i32 {
+    let started = std::time::Instant::now();
+    let (results, notes) = match eval::rewrite(o) {
+        Ok(x) => x,
+        Err(e) => return super::error(e),
+    };
+    for n in notes {
+        eprintln!("polysandbox: note: {n}");
+    }
+    print_report(o, &results, started.elapsed(), label);
+    eprintln!("polysandbox: reports written again in {}/ from its logs (nothing ran)", o.output.display());
+    let (code, why) = exit_status(&results, fail_under);
+    if code != 0 {
+        eprintln!("polysandbox: exit {code}: {why}");
+    }
+    code
+}
+
+/// Exit statuses beyond 0, 1 and clap's 2 (see AFTER_HELP).
+pub const INFRASTRUCTURE: i32 = 3;
+pub const INTERRUPTED: i32 = 130;
+
+/// `--fail-under`'s rate: a fraction from 0 to 1, or a percentage.
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let (num, scale) = match s.trim().strip_suffix('%') {
+        Some(p) => (p, 100.0),
+        None => (s.trim(), 1.0),
+    };
+    let r = num.trim().parse::<f64>().map_err(|_| format!("{s}: a rate from 0 to 1 (0.8) or a percentage (80%)"))?;
+    let r = r / scale;
+    if !(0.0..=1.0).contains(&r) || r.is_nan() {
+        return Err(if scale == 1.0 && r > 1.0 && r <= 100.0 {
+            format!("{s}: a rate from 0 to 1; for a percentage write {s}%")
+        } else {
+            format!("{s}: a rate from 0 to 1 (0.8) or a percentage (80%)")
+        });
+    }
+    Ok(r)
+}
+
+/// The exit status of a finished (not interrupted) run, and why when not 0: infrastructure
+/// errors first (the score is incomplete), then the score against every scored instance or
+/// `fail_under`.
+fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
+    let scored: Vec<&InstanceResult> = results.iter().filter(|r| r.scored()).collect();
+    let errors = scored.iter().filter(|r| r.verdict == eval::Verdict::Error).count();
+    let resolved = scored.iter().filter(|r| r.verdict == eval::Verdict::Resolved).count();
+    if errors > 0 {
+        return (INFRASTRUCTURE, format!("{errors} infrastructure error{} (rerun_ids in report.json)", plural(errors)));
+    }
+    let rate = if scored.is_empty() { 0.0 } else { resolved as f64 / scored.len() as f64 };
+    match fail_under {
+        Some(min) if rate < min => {
+            (1, format!("accuracy_score {:.4} is under --fail-under {min} ({resolved} of {})", rate, scored.len()))
+        }
+        Some(_) => (0, String::new()),
+        None if resolved < scored.len() => {
+            let not = scored.len() - resolved;
+            (1, format!("{not} of {} scored instance{} not resolved", scored.len(), plural(scored.len())))
+        }
+        None => (0, String::new()),
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
     } else {
-        0
+        "s"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::instance::{Instance, Kind};
+    use crate::eval::Verdict;
+
+    fn result(id: &str, v: Verdict) -> InstanceResult {
+        let inst = Instance {
+            id: id.into(),
+            language: "python".into(),
+            image: None,
+            kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
+        };
+        InstanceResult::bare(&inst, "", "", v, None)
+    }
+
+    #[test]
+    fn the_exit_status_tells_ci_what_happened() {
+        use Verdict::*;
+        let all = |vs: &[Verdict]| vs.iter().enumerate().map(|(i, v)| result(&i.to_string(), *v)).collect::<Vec<_>>();
+        assert_eq!(exit_status(&all(&[Resolved, Resolved]), None).0, 0);
+        assert_eq!(exit_status(&all(&[]), None).0, 0);
+        for v in [Unresolved, EmptyPatch, PatchFailed, Timeout, Oom] {
+            assert_eq!(exit_status(&all(&[Resolved, v]), None).0, 1, "{v}");
+        }
+        // An infrastructure error: the score is incomplete, whatever the rate.
+        assert_eq!(exit_status(&all(&[Resolved, Unresolved, Error]), None).0, INFRASTRUCTURE);
+        assert_eq!(exit_status(&all(&[Resolved, Error]), Some(0.0)).0, INFRASTRUCTURE);
+        // An instance the calibration leaves out is not scored.
+        let mut excluded = all(&[Resolved, Error]);
+        excluded[1].excluded = true;
+        assert_eq!(exit_status(&excluded, None).0, 0);
+        // --fail-under: the rate over scored instances.
+        let half = all(&[Resolved, Unresolved]);
+        assert_eq!(exit_status(&half, Some(0.5)).0, 0);
+        let (code, why) = exit_status(&half, Some(0.6));
+        assert_eq!(code, 1);
+        assert!(why.contains("0.5000 is under --fail-under 0.6"), "{why}");
+    }
+
+    #[test]
+    fn a_rate_is_a_fraction_or_a_percentage() {
+        assert_eq!(parse_rate("0.8"), Ok(0.8));
+        assert_eq!(parse_rate("80%"), Ok(0.8));
+        assert_eq!(parse_rate("1"), Ok(1.0));
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert!(parse_rate("80").unwrap_err().contains("write 80%"));
+        for bad in ["-0.1", "101%", "x", "", "NaN"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
     }
 }

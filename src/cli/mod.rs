@@ -22,6 +22,8 @@ mod common;
 mod each_test;
 mod eval;
 mod format;
+mod hf;
+mod host;
 mod images;
 mod import;
 mod inspect;
@@ -38,8 +40,19 @@ use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+const AFTER_HELP: &str = "\
+Exit status of a command line that cannot be parsed: 2, with what is wrong and the usage; for
+`run`, 125 (as podman's: 2 may be its command's own). Each subcommand's --help has the rest.";
+
 #[derive(Parser)]
-#[command(name = "polysandbox", version, about = "Rootless, resource-limited, measured sandboxes for running test suites", long_about = None)]
+#[command(
+    name = "polysandbox",
+    version,
+    about = "Rootless, resource-limited, measured sandboxes for running test suites",
+    long_about = None,
+    arg_required_else_help = true,
+    after_help = AFTER_HELP
+)]
 struct Cli {
     /// The image store for every subcommand (as $POLYSANDBOX_ROOT; a subcommand's own --root
     /// wins): `polysandbox --root DIR images`.
@@ -85,32 +98,33 @@ enum Command {
     EachTest(each_test::EachTestArgs),
 }
 
+/// The exit status of a command line clap refuses (its own, 2), for every subcommand but
+/// `run`, whose exit status is its command's own: there a refusal is 125, as podman's is.
+pub(crate) const USAGE: i32 = 2;
+
 /// Parses the command line, runs the subcommand, returns the exit status.
 pub fn main() -> i32 {
     let started = std::time::Instant::now();
-    let cli = match Cli::try_parse() {
+    let args = swebench_spellings(std::env::args_os().collect());
+    let cli = match Cli::try_parse_from(&args) {
         Ok(c) => c,
-        Err(e) if e.use_stderr() => {
-            // One line: clap's first, without its own "error: " and the --help hint.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            let msg = first.trim_start_matches("error: ");
-            // A `run --stats-json FILE` that clap refused still leaves its record.
-            if let Some(path) = stats_json_of(std::env::args_os()) {
-                let e = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, msg);
-                return run::failed(Some(&path), Vec::new(), e, started);
-            }
-            return error(msg);
-        }
-        Err(e) => {
-            let _ = e.print();
-            return 0;
-        }
+        Err(e) => return refused(e, &args, started),
     };
     if let Some(root) = &cli.root {
         // Every store lookup, and eval's sandboxes (its children), take the store from here.
         let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
         std::env::set_var("POLYSANDBOX_ROOT", root);
+    }
+    // Every sandbox needs a user namespace: a host that forbids them is said on one line,
+    // naming the setting and the fix, before any work starts.
+    if matches!(cli.command, Command::Run(_) | Command::Eval(_) | Command::Calibrate(_) | Command::Test(_)) {
+        if let Err(why) = host::check_user_namespaces() {
+            if let Some(path) = stats_json_of(args.iter().cloned()) {
+                let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Host, why);
+                return run::failed(Some(&path), Vec::new(), err, started);
+            }
+            return error(why);
+        }
     }
     let code = match cli.command {
         Command::Run(args) => run::main(*args),
@@ -132,6 +146,83 @@ pub fn main() -> i32 {
     // No init of ours outlives us unreaped.
     crate::sandbox::reap_all();
     code
+}
+
+/// A command line clap did not run: `--help` and `--version` on stdout (exit 0); no
+/// subcommand at all, the help on stderr (exit 2); a usage error, clap's whole message (what
+/// is wrong, its suggestion or the possible values, the usage line), its first line marked as
+/// ours, exit 2 (125 for `run`, which still writes the record its `--stats-json` names).
+fn refused(e: clap::Error, args: &[OsString], started: std::time::Instant) -> i32 {
+    use clap::error::ErrorKind;
+    if !e.use_stderr() {
+        // --help, --version: asked for, not an error. A closed stdout ends it quietly.
+        let _ = e.print();
+        return 0;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let _ = e.print();
+        return USAGE;
+    }
+    let text = e.to_string();
+    let text = text.strip_prefix("error: ").unwrap_or(&text);
+    // A `run --stats-json FILE` that clap refused still leaves its record, which holds the
+    // message's first line.
+    if let Some(path) = stats_json_of(args.iter().cloned()) {
+        let first = text.lines().next().unwrap_or("invalid arguments");
+        let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, first);
+        let code = run::failed(Some(&path), Vec::new(), err, started);
+        eprint!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
+        return code;
+    }
+    eprint!("polysandbox: error: {text}");
+    if !text.ends_with('\n') {
+        eprintln!();
+    }
+    if is_run(args) {
+        crate::sandbox::exit::ERROR
+    } else {
+        USAGE
+    }
+}
+
+/// Where the subcommand is on the command line: after polysandbox's own options (`--root
+/// DIR`, `--root=DIR`).
+fn subcommand_at(args: &[OsString]) -> Option<usize> {
+    let mut i = 1;
+    loop {
+        let a = args.get(i)?;
+        if a == "--root" {
+            i += 2;
+        } else if a.to_string_lossy().starts_with("--root=") {
+            i += 1;
+        } else {
+            return Some(i);
+        }
+    }
+}
+
+/// Whether the command line is `polysandbox [--root DIR] run ...`.
+fn is_run(args: &[OsString]) -> bool {
+    subcommand_at(args).is_some_and(|i| args[i] == "run")
+}
+
+/// The SWE-bench harness's `-id RUN_ID` (argparse's two-letter option), which clap would read
+/// as `-i d`: written `--run_id` for `eval` and `calibrate`, before the first `--`.
+fn swebench_spellings(mut args: Vec<OsString>) -> Vec<OsString> {
+    let Some(at) = subcommand_at(&args).filter(|i| args[*i] == "eval" || args[*i] == "calibrate") else {
+        return args;
+    };
+    for a in args.iter_mut().skip(at + 1) {
+        if a == "--" {
+            break;
+        }
+        if a == "-id" {
+            *a = OsString::from("--run_id");
+        } else if let Some(v) = a.to_str().and_then(|s| s.strip_prefix("-id=")) {
+            *a = OsString::from(format!("--run_id={v}"));
+        }
+    }
+    args
 }
 
 /// The `--stats-json FILE` of a `run` command line clap refused, as far as it can be made out:
@@ -197,6 +288,36 @@ pub(crate) fn error(msg: impl std::fmt::Display) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    /// The harness's `-id RUN_ID` is the run id for eval and calibrate (clap alone would read
+    /// `-i d`, an instance named "d"), and nothing else's, nor after `--`.
+    #[test]
+    fn the_harness_run_id_spelling_is_the_run_id() {
+        let line = os(&["polysandbox", "eval", "d.jsonl", "-id", "my-run", "-i", "x", "-id=other"]);
+        assert_eq!(
+            swebench_spellings(line),
+            os(&["polysandbox", "eval", "d.jsonl", "--run_id", "my-run", "-i", "x", "--run_id=other"])
+        );
+        let run = os(&["polysandbox", "run", "img", "-id"]);
+        assert_eq!(swebench_spellings(run.clone()), run);
+        let after = os(&["polysandbox", "calibrate", "d", "--", "-id"]);
+        assert_eq!(swebench_spellings(after.clone()), after);
+        // After polysandbox's own --root.
+        let rooted = os(&["polysandbox", "--root", "/s", "eval", "d", "-id", "r"]);
+        assert_eq!(swebench_spellings(rooted), os(&["polysandbox", "--root", "/s", "eval", "d", "--run_id", "r"]));
+        assert!(
+            is_run(&os(&["polysandbox", "--root=/s", "run", "x"])) && !is_run(&os(&["polysandbox", "--root", "run"]))
+        );
+        let Ok(cli) = Cli::try_parse_from(swebench_spellings(os(&["polysandbox", "eval", "d.jsonl", "-id", "r1"])))
+        else {
+            panic!("refused")
+        };
+        assert!(matches!(cli.command, Command::Eval(_)));
+    }
 
     fn stats_json(args: &[&str]) -> Option<PathBuf> {
         stats_json_of(args.iter().map(OsString::from))

@@ -41,13 +41,13 @@ pub struct TestArgs {
     #[arg(long, default_value = "on", value_parser = ["on", "off"], value_name = "on|off")]
     per_test: String,
     /// Per-test wall-clock limit where tests run one per process (Rust, Go, C++).
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_timeout: Option<Duration>,
     /// Per-test memory limit where tests run one per process (resident memory, sampled).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     test_memory: Option<u64>,
     /// Per-test CPU time limit where tests run one per process (RLIMIT_CPU).
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     test_cpu_time: Option<Duration>,
     /// Run the runner's setup steps first, as eval does for an exercise (JavaScript links the
     /// image's node_modules and turns `xtest` into `test`; Java drops `@Disabled`).
@@ -69,22 +69,22 @@ pub struct TestArgs {
     #[arg(long, value_name = "PATH[:size=N]")]
     tmpfs: Vec<String>,
     /// `run`: memory limit of the whole run, no swap.
-    #[arg(short = 'm', long, value_parser = units::parse_size)]
+    #[arg(short = 'm', long, value_parser = units::parse_size, allow_hyphen_values = true)]
     memory: Option<u64>,
     /// `run`: CPU limit.
-    #[arg(long, value_parser = units::parse_cpus)]
+    #[arg(long, value_parser = units::parse_cpus, allow_hyphen_values = true)]
     cpus: Option<f64>,
     /// `run`: most processes and threads at once.
-    #[arg(long, value_parser = units::parse_count)]
+    #[arg(long, value_parser = units::parse_count, allow_hyphen_values = true)]
     pids: Option<u64>,
     /// `run`: wall-clock limit of the whole run.
-    #[arg(long, value_parser = units::parse_duration)]
+    #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
     timeout: Option<Duration>,
     /// `run`: CPU-time limit of the whole run.
-    #[arg(long = "cpu-time", value_parser = units::parse_duration)]
+    #[arg(long = "cpu-time", value_parser = units::parse_duration, allow_hyphen_values = true)]
     cpu_time: Option<Duration>,
     /// `run`: size of the writable layer (the project's changes included).
-    #[arg(long, value_parser = units::parse_size)]
+    #[arg(long, value_parser = units::parse_size, allow_hyphen_values = true)]
     disk: Option<u64>,
     /// `run`: none (only loopback), or the host's network.
     #[arg(long, default_value = "none", value_parser = ["none", "host"])]

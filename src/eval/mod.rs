@@ -25,6 +25,7 @@ pub mod project;
 pub mod records;
 pub mod report;
 pub mod result;
+pub mod rewrite;
 pub mod scheduler;
 pub mod tamper;
 pub mod verdict;
@@ -32,4 +33,5 @@ pub mod vs_gold;
 
 pub use options::{ControlMode, Options, ReportFormat};
 pub use result::{clean, Grade, InstanceResult, Verdict};
+pub use rewrite::rewrite;
 pub use scheduler::{check_input, run};

@@ -71,6 +71,8 @@ pub struct Options {
     pub strict: bool,
     /// Per-test resource usage and limits (see crate::measure).
     pub per_test: super::catalogue::PerTest,
+    /// SWE-bench's --report_dir: where its run report goes too.
+    pub report_dir: Option<PathBuf>,
 }
 
 impl Options {
@@ -106,6 +108,7 @@ impl Options {
             controls: ControlMode::Run,
             strict: false,
             per_test: super::catalogue::PerTest { on: true, ..Default::default() },
+            report_dir: None,
         }
     }
 }

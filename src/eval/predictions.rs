@@ -33,6 +33,14 @@ pub enum Predictions {
 
 /// `gold`, `stub`, a directory of edited files, or a JSON/JSONL file of records.
 pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Predictions, String> {
+    load_noted(spec, instances, &mut Vec::new())
+}
+
+/// The same, with what is worth saying about the file though not refused (`notes`): ids given
+/// twice with the same prediction. Refused, as mistakes: a file with no predictions, ids the
+/// dataset does not have (the SWE-bench harness refuses them too), and an id given twice with
+/// different predictions (which would be graded?).
+pub fn load_noted(spec: &str, instances: &[Instance], notes: &mut Vec<String>) -> Result<Predictions, String> {
     match spec {
         "gold" => return Ok(Predictions::Gold),
         "stub" => return Ok(Predictions::Stub),
@@ -45,7 +53,15 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
     let known: std::collections::HashSet<String> = instances.iter().map(|i| i.id.clone()).collect();
     let mut map = BTreeMap::new();
     let mut models = BTreeMap::new();
-    for (n, v) in read_records(path).map_err(|e| format!("predictions: {e}"))?.iter().enumerate() {
+    // Each id's first record, and the ids given more than once (with the same prediction).
+    let mut first: BTreeMap<String, usize> = BTreeMap::new();
+    let mut repeated: BTreeMap<String, usize> = BTreeMap::new();
+    let mut unknown: Vec<String> = Vec::new();
+    let records = read_records(path).map_err(|e| format!("predictions: {e}"))?;
+    if records.is_empty() {
+        return Err(format!("predictions {spec}: no predictions in it (an empty file)"));
+    }
+    for (n, v) in records.iter().enumerate() {
         // Multi-SWE-bench's own patch files name an instance by org, repo and number.
         let harness_id = || match (string(v, &["org"]), string(v, &["repo"]), string(v, &["number"])) {
             (Some(o), Some(r), Some(n)) => Some(format!("{o}__{r}-{n}")),
@@ -67,10 +83,43 @@ pub fn load_predictions(spec: &str, instances: &[Instance]) -> Result<Prediction
             return Err(format!("predictions {spec}: {id}: no model_patch, generation or code"));
         };
         let id = canonical_id(&id, &known);
+        if !known.contains(&id) {
+            unknown.push(id);
+            continue;
+        }
         if let Some(m) = string(v, &["model_name_or_path", "model"]) {
             models.insert(id.clone(), m);
         }
+        if let Some(earlier) = map.get(&id) {
+            if *earlier != pred {
+                return Err(format!(
+                    "predictions {spec}: {id} is given twice with different predictions (records {} and {}): keep one",
+                    first[&id] + 1,
+                    n + 1
+                ));
+            }
+            *repeated.entry(id).or_insert(1) += 1;
+            continue;
+        }
+        first.insert(id.clone(), n);
         map.insert(id, pred);
+    }
+    if !unknown.is_empty() {
+        unknown.sort();
+        unknown.dedup();
+        let shown: Vec<&str> = unknown.iter().take(5).map(String::as_str).collect();
+        return Err(format!(
+            "predictions {spec}: {} instance id{} not in the dataset ({}{}): predictions made for another dataset or split? (the SWE-bench harness refuses them too)",
+            unknown.len(),
+            if unknown.len() == 1 { " is" } else { "s are" },
+            shown.join(", "),
+            if unknown.len() > shown.len() { ", ..." } else { "" }
+        ));
+    }
+    for (id, times) in repeated {
+        notes.push(format!(
+            "predictions {spec}: {id} is given {times} times, the same prediction each time: graded once"
+        ));
     }
     Ok(Predictions::Records(map, models))
 }
@@ -175,5 +224,77 @@ impl Predictions {
                 read_prediction_dir(d, &inst.language, name, &inst.id, solution)?
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::instance::Kind;
+
+    fn dataset(ids: &[&str]) -> Vec<Instance> {
+        ids.iter()
+            .map(|id| Instance {
+                id: id.to_string(),
+                language: "python".into(),
+                image: None,
+                kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
+            })
+            .collect()
+    }
+
+    /// A predictions file with `text`, read against instances `a` and `b`.
+    fn load(name: &str, text: &str) -> (Result<Predictions, String>, Vec<String>) {
+        let dir = std::env::temp_dir().join(format!("psb-preds-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("preds.jsonl");
+        std::fs::write(&path, text).unwrap();
+        let mut notes = Vec::new();
+        let r = load_noted(path.to_str().unwrap(), &dataset(&["a", "b"]), &mut notes);
+        std::fs::remove_dir_all(&dir).unwrap();
+        (r, notes)
+    }
+
+    fn refused(name: &str, text: &str) -> String {
+        match load(name, text).0 {
+            Err(e) => e,
+            Ok(_) => panic!("{name}: taken"),
+        }
+    }
+
+    /// What can only be a mistake is refused, on one line that says which: no predictions,
+    /// ids the dataset lacks, an id given twice with different predictions.
+    #[test]
+    fn predictions_that_do_not_fit_the_dataset_are_refused() {
+        for (name, text) in [("empty", ""), ("blank", "\n\n"), ("empty-list", "[]")] {
+            let e = refused(name, text);
+            assert!(e.contains("no predictions in it"), "{name}: {e}");
+        }
+        let e = refused(
+            "unknown",
+            "{\"instance_id\": \"a\", \"model_patch\": \"x\"}\n{\"instance_id\": \"zz\", \"model_patch\": \"x\"}\n",
+        );
+        assert!(e.contains("1 instance id is not in the dataset (zz)") && !e.contains('\n'), "{e}");
+        let many: String = (0..7).map(|i| format!("{{\"instance_id\": \"x{i}\", \"model_patch\": \"\"}}\n")).collect();
+        let e = refused("many", &many);
+        assert!(e.contains("7 instance ids are not in the dataset (x0, x1, x2, x3, x4, ...)"), "{e}");
+        let e = refused("twice", "{\"instance_id\": \"a\", \"model_patch\": \"x\"}\n{\"instance_id\": \"b\", \"model_patch\": \"\"}\n{\"instance_id\": \"a\", \"model_patch\": \"y\"}\n");
+        assert!(e.contains("a is given twice with different predictions (records 1 and 3)"), "{e}");
+    }
+
+    /// Said, not refused: an id given twice alike; `"model_patch": null` is an empty patch,
+    /// as the harness takes it.
+    #[test]
+    fn repeated_and_null_predictions_are_said_and_taken() {
+        let line = "{\"instance_id\": \"a\", \"model_patch\": \"x\"}\n";
+        let (r, notes) = load("same", &line.repeat(3));
+        let Ok(Predictions::Records(m, _)) = r else { panic!("refused") };
+        assert_eq!(m.len(), 1);
+        assert_eq!(notes.len(), 1);
+        assert!(notes[0].contains("a is given 3 times, the same prediction each time"), "{notes:?}");
+        let (r, notes) = load("null", "{\"instance_id\": \"b\", \"model_patch\": null}\n");
+        let Ok(Predictions::Records(m, _)) = r else { panic!("refused") };
+        assert_eq!(m.get("b"), Some(&Prediction::Patch(String::new())));
+        assert!(!m.contains_key("a") && notes.is_empty());
     }
 }

@@ -43,12 +43,20 @@ fn counts(results: &[InstanceResult]) -> Map<String, Value> {
     m
 }
 
-pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
-    let ran = |r: &InstanceResult| !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::Interrupted);
+/// report.json: `predictions` names what was graded (gold, stub, or the predictions' path),
+/// so that a run of the reference solutions is never read as a model's.
+pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) -> Value {
+    let ran = |r: &InstanceResult| {
+        !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction | Verdict::Interrupted)
+    };
+    // Submitted, as the SWE-bench harness counts them: the instances with a prediction, empty
+    // or not.
+    let submitted = |r: &InstanceResult| r.verdict != Verdict::NoPrediction;
     let mut m = Map::new();
+    m.insert("predictions".into(), json!(predictions));
     m.insert("accuracy_score".into(), json!(accuracy(results)));
     m.insert("total".into(), json!(results.len()));
-    m.insert("submitted".into(), json!(results.iter().filter(|r| r.verdict != Verdict::EmptyPatch).count()));
+    m.insert("submitted".into(), json!(results.iter().filter(|r| submitted(r)).count()));
     m.insert("completed".into(), json!(results.iter().filter(|r| ran(r)).count()));
     for v in Verdict::RECORDED {
         m.insert(v.name().into(), json!(results.iter().filter(|r| r.verdict == v).count()));
@@ -60,7 +68,7 @@ pub fn summary(results: &[InstanceResult], wall: Duration) -> Value {
     for v in Verdict::RECORDED {
         m.insert(format!("{v}_instances"), m[v.name()].clone());
     }
-    m.insert("submitted_ids".into(), json!(ids(results, |r| r.verdict != Verdict::EmptyPatch)));
+    m.insert("submitted_ids".into(), json!(ids(results, submitted)));
     m.insert("completed_ids".into(), json!(ids(results, ran)));
     m.insert("incomplete_ids".into(), json!(ids(results, |r| !ran(r))));
     for v in Verdict::RECORDED {
@@ -241,10 +249,12 @@ pub fn junit(results: &[InstanceResult]) -> String {
     for (lang, rs) in by_lang {
         let fail = rs
             .iter()
-            .filter(|r| !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch))
+            .filter(|r| {
+                !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction)
+            })
             .count();
         let err = rs.iter().filter(|r| r.verdict == Verdict::Error).count();
-        let skip = rs.iter().filter(|r| r.verdict == Verdict::EmptyPatch).count();
+        let skip = rs.iter().filter(|r| matches!(r.verdict, Verdict::EmptyPatch | Verdict::NoPrediction)).count();
         let time: f64 = rs.iter().map(|r| r.wall_s).sum();
         x += &format!("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{err}\" skipped=\"{skip}\" time=\"{time:.3}\">\n", esc(lang), rs.len());
         for r in rs {
@@ -260,7 +270,9 @@ pub fn junit(results: &[InstanceResult]) -> String {
                 Verdict::Error | Verdict::Interrupted => {
                     format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n")
                 }
-                Verdict::EmptyPatch => format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n"),
+                Verdict::EmptyPatch | Verdict::NoPrediction => {
+                    format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n")
+                }
                 v @ (Verdict::Unresolved | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom) => {
                     format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n")
                 }
@@ -348,19 +360,21 @@ pub fn test_suite(
     x + "  </testsuite>\n"
 }
 
-/// Per-language counts and resources, then the totals.
-pub fn table(results: &[InstanceResult], wall: Duration) -> String {
+/// Per-language counts and resources, then the totals, naming what was graded (`predictions`:
+/// "gold (...)" for the reference solutions).
+pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
     let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
     for r in results {
         by_lang.entry(&r.language).or_default().push(r);
     }
     let mut t = format!(
-        "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n",
+        "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>7} {:>4} {:>5} {:>9} {:>9}\n",
         "language",
         "total",
         "resolved",
         "unresolved",
         "empty",
+        "no_pred",
         "patch_f",
         "timeout",
         "oom",
@@ -373,12 +387,13 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
         let cpu: f64 = rs.iter().map(|r| r.cpu_s).sum();
         let peak = rs.iter().map(|r| r.memory_peak_bytes).max().unwrap_or(0) >> 20;
         t += &format!(
-            "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
+            "{:<12} {:>5} {:>8} {:>10} {:>5} {:>7} {:>7} {:>7} {:>4} {:>5} {:>9.1} {:>9}\n",
             name,
             rs.len(),
             c(Verdict::Resolved),
             c(Verdict::Unresolved),
             c(Verdict::EmptyPatch),
+            c(Verdict::NoPrediction),
             c(Verdict::PatchFailed),
             c(Verdict::Timeout),
             c(Verdict::Oom),
@@ -396,7 +411,7 @@ pub fn table(results: &[InstanceResult], wall: Duration) -> String {
     let errors = results.iter().filter(|r| r.scored() && r.verdict == Verdict::Error).count();
     let excluded = results.iter().filter(|r| r.excluded).count();
     t += &format!(
-        "resolved {} of {} ({:.1}%), {:.1} s wall\n",
+        "resolved {} of {} ({:.1}%), {:.1} s wall; predictions: {predictions}\n",
         results.iter().filter(|r| r.verdict == Verdict::Resolved).count(),
         scored,
         100.0 * accuracy(results),
@@ -505,21 +520,30 @@ mod tests {
             result("c", "go", Verdict::Unresolved),
             result("d", "go", Verdict::EmptyPatch),
             result("i", "go", Verdict::Interrupted),
+            result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
-        let s = summary(&rs, Duration::from_secs(2));
-        // Scored: a, b, c, d (x excluded by the calibration, i interrupted).
-        assert_eq!(s["admitted"], json!(4));
-        assert_eq!(s["accuracy_score"], json!(0.25));
-        assert_eq!(s["resolved_rate"], json!(1.0 / 6.0));
+        let s = summary(&rs, Duration::from_secs(2), "gold");
+        assert_eq!(s["predictions"], json!("gold"), "what was graded is named");
+        // Scored: a, b, c, d, n (x excluded by the calibration, i interrupted).
+        assert_eq!(s["admitted"], json!(5));
+        assert_eq!(s["accuracy_score"], json!(0.2));
+        assert_eq!(s["resolved_rate"], json!(1.0 / 7.0));
         assert_eq!(s["rerun_ids"], json!(["b"]));
         assert_eq!(s["excluded_ids"], json!(["x"]));
-        assert_eq!(s["submitted"], json!(5));
+        // Submitted as the harness counts them: every instance with a prediction, an empty one
+        // included; an instance with none is not, nor an empty patch.
+        assert_eq!(s["submitted"], json!(6));
+        assert_eq!(s["submitted_instances"], json!(6));
+        assert_eq!(s["empty_patch_instances"], json!(1));
+        assert_eq!(s["no_prediction_instances"], json!(1));
+        assert_eq!(s["no_prediction_ids"], json!(["n"]));
         assert_eq!(s["completed_ids"], json!(["a", "c", "x"]));
-        assert_eq!(s["incomplete_ids"], json!(["b", "d", "i"]));
+        assert_eq!(s["incomplete_ids"], json!(["b", "d", "i", "n"]));
         assert_eq!(s["error_instances"], json!(1));
         assert_eq!(s["by_language"]["python"]["accuracy_score"], json!(0.5));
-        assert_eq!(s["by_language"]["go"]["total"], json!(4));
+        assert_eq!(s["by_language"]["go"]["total"], json!(5));
+        assert_eq!(s["by_language"]["go"]["no_prediction"], json!(1));
         assert_eq!(accuracy(&[]), 0.0);
     }
 
@@ -529,7 +553,7 @@ mod tests {
         (a.wall_s, a.cpu_s, a.memory_peak_bytes) = (2.0, 1.5, 1 << 20);
         let mut never_ran = result("b", "python", Verdict::EmptyPatch);
         (never_ran.attempts, never_ran.wall_s) = (0, 0.0);
-        let s = summary(&[a, never_ran], Duration::ZERO);
+        let s = summary(&[a, never_ran], Duration::ZERO, "gold");
         assert_eq!(s["resources"]["wall_s"]["sum"], json!(2.0));
         assert_eq!(s["resources"]["cpu_s"]["max"], json!(1.5));
         assert_eq!(s["resources"]["memory_peak_bytes"]["p50"], json!(1048576.0));
@@ -545,10 +569,12 @@ mod tests {
             result("err", "rust", Verdict::Error),
             result("empty", "rust", Verdict::EmptyPatch),
             result("slow", "rust", Verdict::Timeout),
+            result("none", "rust", Verdict::NoPrediction),
         ];
         let x = junit(&rs);
+        assert!(x.contains(r#"<skipped message="no_prediction"/>"#), "{x}");
         assert!(
-            x.contains(r#"<testsuite name="rust" tests="5" failures="2" errors="1" skipped="1" time="5.000">"#),
+            x.contains(r#"<testsuite name="rust" tests="6" failures="2" errors="1" skipped="2" time="6.000">"#),
             "{x}"
         );
         assert!(x.contains(r#"<testcase classname="rust" name="ok" time="1.000"/>"#), "{x}");
@@ -590,7 +616,7 @@ mod tests {
         same.tests = vec![t("TestA", Some(1.02), Some(0.9))];
         same.vs_gold = Some(VsGold { cpu: Some(1.02), memory: Some(0.9), wall: None, tests: 1, ..Default::default() });
         let rs = vec![same, slow, result("plain", "go", Verdict::Resolved)];
-        let s = summary(&rs, Duration::ZERO);
+        let s = summary(&rs, Duration::ZERO, "gold");
         let v = &s["vs_gold"];
         assert_eq!(v["tests"]["compared"], json!(3), "{v}");
         assert_eq!(v["tests"]["cpu"]["max"], json!(21.3), "{v}");
@@ -605,25 +631,34 @@ mod tests {
         let x = junit(&rs);
         assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
         assert!(x.contains("<testsuite name=\"python/slow tests\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"2.000\">\n    <properties>\n      <property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
-        let t = table(&rs, Duration::ZERO);
+        let t = table(&rs, Duration::ZERO, "gold");
         assert!(t.contains("vs gold: median CPU 20.00x, slowest python/slow 20.00x; median memory 1.10x, largest python/slow 1.10x\n"), "{t}");
         assert!(t.contains("  largest CPU vs gold: python/slow test_burn (21.30x), go/same TestA (1.02x)\n"), "{t}");
         // None compared: no line, and nulls in report.json.
         let plain = [result("plain", "go", Verdict::Resolved)];
-        assert!(!table(&plain, Duration::ZERO).contains("vs gold"));
-        assert_eq!(summary(&plain, Duration::ZERO)["vs_gold"]["tests"]["cpu"], Value::Null);
+        assert!(!table(&plain, Duration::ZERO, "gold").contains("vs gold"));
+        assert_eq!(summary(&plain, Duration::ZERO, "gold")["vs_gold"]["tests"]["cpu"], Value::Null);
     }
 
     #[test]
     fn the_table_says_what_the_score_is_over() {
         let mut excluded = result("x", "go", Verdict::Unresolved);
         excluded.excluded = true;
-        let rs = vec![result("a", "go", Verdict::Resolved), result("b", "go", Verdict::Error), excluded];
-        let t = table(&rs, Duration::from_secs(3));
-        assert!(t.contains("resolved 1 of 2 (50.0%), 3.0 s wall"), "{t}");
+        let rs = vec![
+            result("a", "go", Verdict::Resolved),
+            result("b", "go", Verdict::Error),
+            result("n", "go", Verdict::NoPrediction),
+            excluded,
+        ];
+        let t = table(&rs, Duration::from_secs(3), "gold");
+        assert!(t.contains("resolved 1 of 3 (33.3%), 3.0 s wall; predictions: gold\n"), "{t}");
         assert!(t.contains("1 error (counted as not resolved; rerun it with --resume)"), "{t}");
         assert!(t.contains("1 left out of the score"), "{t}");
+        assert!(t.lines().next().unwrap().contains(" empty no_pred patch_f "), "{t}");
         let go = t.lines().find(|l| l.starts_with("go ")).unwrap();
-        assert_eq!(go.split_whitespace().take(9).collect::<Vec<_>>(), ["go", "3", "1", "1", "0", "0", "0", "0", "1"]);
+        assert_eq!(
+            go.split_whitespace().take(10).collect::<Vec<_>>(),
+            ["go", "4", "1", "1", "0", "1", "0", "0", "0", "1"]
+        );
     }
 }

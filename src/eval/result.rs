@@ -19,7 +19,11 @@ pub struct Grade {
 pub enum Verdict {
     Resolved,
     Unresolved,
+    /// A prediction that is empty, or changes nothing: not run.
     EmptyPatch,
+    /// No prediction for the instance at all (the harness's instances not submitted): not
+    /// run, scored as not resolved.
+    NoPrediction,
     PatchFailed,
     Timeout,
     Oom,
@@ -31,10 +35,11 @@ pub enum Verdict {
 
 impl Verdict {
     /// The verdicts a results file holds, in report order.
-    pub const RECORDED: [Verdict; 7] = [
+    pub const RECORDED: [Verdict; 8] = [
         Verdict::Resolved,
         Verdict::Unresolved,
         Verdict::EmptyPatch,
+        Verdict::NoPrediction,
         Verdict::PatchFailed,
         Verdict::Timeout,
         Verdict::Oom,
@@ -46,6 +51,7 @@ impl Verdict {
             Verdict::Resolved => "resolved",
             Verdict::Unresolved => "unresolved",
             Verdict::EmptyPatch => "empty_patch",
+            Verdict::NoPrediction => "no_prediction",
             Verdict::PatchFailed => "patch_failed",
             Verdict::Timeout => "timeout",
             Verdict::Oom => "oom",

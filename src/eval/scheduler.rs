@@ -71,8 +71,14 @@ fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> 
         let known: HashSet<String> = all.iter().map(|i| i.id.clone()).collect();
         let wanted: HashSet<String> = o.ids.iter().map(|id| canonical_id(id, &known)).collect();
         if let Some(missing) = wanted.iter().find(|id| !known.contains(*id)) {
+            // A number is SWE-bench's -t/--timeout, never an id that matches nothing.
+            let hint = if missing.parse::<f64>().is_ok() {
+                format!(" (-t takes instance ids here; SWE-bench's -t/--timeout is --timeout {missing})")
+            } else {
+                String::new()
+            };
             return Err(format!(
-                "-t {missing}: no such instance in the dataset (or filtered out by --filter-category)"
+                "-t {missing}: no such instance in the dataset (or filtered out by --filter-category){hint}"
             ));
         }
         all.retain(|i| wanted.contains(&i.id));
@@ -89,7 +95,7 @@ fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> 
     Ok(all)
 }
 
-fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
+pub(crate) fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
@@ -152,8 +158,9 @@ fn key_of(
 }
 
 /// Checks what eval was given (catalogue, dataset, languages, predictions, selection) before
-/// anything runs or is said, so bad input is one line; the selected instances' ids.
-pub fn check_input(o: &Options) -> Result<Vec<String>, String> {
+/// anything runs or is said, so bad input is one line; the selected instances' ids, and notes
+/// on the predictions worth saying before the run (ids given twice alike, instances with none).
+pub fn check_input(o: &Options) -> Result<(Vec<String>, Vec<String>), String> {
     catalogue::load(o.config.as_deref(), &o.images)?;
     let all = dataset::load(&o.dataset)?;
     for l in &o.languages {
@@ -161,8 +168,20 @@ pub fn check_input(o: &Options) -> Result<Vec<String>, String> {
             return Err(format!("--filter-category {l}: no instance of that language in the dataset"));
         }
     }
-    load_predictions(&o.predictions, &all)?;
-    Ok(select(all, o)?.into_iter().map(|i| i.id).collect())
+    let mut notes = Vec::new();
+    let preds = super::predictions::load_noted(&o.predictions, &all, &mut notes)?;
+    let selected = select(all, o)?;
+    if let super::predictions::Predictions::Records(m, _) = &preds {
+        let none = selected.iter().filter(|i| !m.contains_key(&i.id)).count();
+        if none > 0 {
+            notes.push(format!(
+                "{none} of the {} selected instances have no prediction in {}: graded no_prediction, not run",
+                selected.len(),
+                o.predictions
+            ));
+        }
+    }
+    Ok((selected.into_iter().map(|i| i.id).collect(), notes))
 }
 
 pub fn run(
@@ -284,6 +303,18 @@ pub fn run(
                 InstanceResult::bare(&inst, &image, &key, Verdict::Error, Some(format!("gold fails here: {why}")));
             r.deterministic = true;
             r.excluded = true;
+            fresh.push(r);
+            continue;
+        }
+        // No prediction for it at all: graded so, not run (apart from an empty one, as the
+        // SWE-bench harness tells its instances not submitted from its empty patches).
+        if pred == Prediction::Missing {
+            let why = match &preds {
+                super::predictions::Predictions::Dir(_) => "no files for it in the predictions directory",
+                _ => "no prediction for it in the predictions file",
+            };
+            let mut r = InstanceResult::bare(&inst, &image, &key, Verdict::NoPrediction, Some(why.into()));
+            r.deterministic = true;
             fresh.push(r);
             continue;
         }
@@ -454,7 +485,7 @@ pub fn run(
     done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
-    let summary = report::summary(&done, wall);
+    let summary = report::summary(&done, wall, &o.predictions);
     let write = |name: &str, text: String| {
         std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
     };

@@ -65,6 +65,19 @@ pub trait Format: Sync {
     /// One attempt: the prediction prepared, the tests run in a sandbox, the run graded.
     fn attempt(&self, o: &Options, job: &Job, scratch: &Path, logs: &Path, children: &Children) -> InstanceResult;
 
+    /// `--rewrite_reports`: an instance's earlier result graded again from the logs its run
+    /// left in `o.output`, nothing run: None when this format's logs cannot change it (the
+    /// default: results are kept as graded).
+    fn regrade(
+        &self,
+        _o: &Options,
+        _inst: &Instance,
+        _preds: &Predictions,
+        _old: &InstanceResult,
+    ) -> Option<InstanceResult> {
+        None
+    }
+
     /// The format's own files beside eval's, for the instances of this run that are its own
     /// (`insts`, in the order selected); `results` holds every instance's.
     fn write_files(

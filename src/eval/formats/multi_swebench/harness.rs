@@ -691,7 +691,7 @@ pub fn write_final_report(
                 completed.push(hid.clone());
                 unresolved.push(hid);
             }
-            Some(Verdict::EmptyPatch) => empty.push(hid),
+            Some(Verdict::EmptyPatch | Verdict::NoPrediction) => empty.push(hid),
             Some(Verdict::Error) => {
                 submitted.push(hid.clone());
                 incomplete.push(hid.clone());

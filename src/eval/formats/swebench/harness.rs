@@ -369,6 +369,15 @@ pub fn harness_dir(o: &Options, model: &str, id: &str) -> std::path::PathBuf {
     o.output.join("logs").join("run_evaluation").join(name(&o.run_id)).join(name(model)).join(name(id))
 }
 
+/// The log parser of a record: its `log_parser`, else its repository's in the harness's table.
+fn parser_of(repo: &str, rec: &Record) -> Result<LogParser, String> {
+    match &rec.log_parser {
+        Some(n) => LogParser::by_name(n).ok_or_else(|| format!("log parser {n:?}: not one this build has (the harness's Python parsers, and Multilingual's cargo, gotest, phpunit, jest, ant and maven)")),
+        None => LogParser::for_repo(repo)
+            .ok_or_else(|| format!("{repo}: no log parser for this repository in the harness's table")),
+    }
+}
+
 pub(crate) fn run_instance(
     o: &Options,
     job: &Job,
@@ -437,15 +446,9 @@ pub(crate) fn run_instance(
             Err(e) => return fail(r, e),
         },
     };
-    let parser = match &rec.log_parser {
-        Some(n) => match LogParser::by_name(n) {
-            Some(p) => p,
-            None => return fail(r, format!("log parser {n:?}: not one this build has (the harness's Python parsers, and Multilingual's cargo, gotest, phpunit, jest, ant and maven)")),
-        },
-        None => match LogParser::for_repo(repo) {
-            Some(p) => p,
-            None => return fail(r, format!("{repo}: no log parser for this repository in the harness's table")),
-        },
+    let parser = match parser_of(repo, rec) {
+        Ok(p) => p,
+        Err(e) => return fail(r, e),
     };
     let fail_only = rec.eval_type.as_deref() == Some("fail_only");
     let hdir = harness_dir(o, &job.model, &inst.id);
@@ -638,12 +641,36 @@ fn grade(
         r.reason = Some("output limit reached: the log was cut short".into());
         return Some(instance_report(&id, true, false, false, None));
     }
+    let report = grade_log(r, test_output, parser, fail_only, f2p, p2p);
+    // Each test's usage, by pytest's node id (what the harness's pytest parsers name): a
+    // measurement beside the verdict, never part of it (in-runner lines change no status).
+    if let Some(bytes) = reports.get(crate::measure::REPORT).filter(|_| !r.tests.is_empty()) {
+        let mut measured = crate::measure::read(bytes, crate::measure::Method::InRunner);
+        by_first_word(&mut measured.usage);
+        crate::eval::parsers::attach_usage(&mut r.tests, measured);
+        let peak = r.tests.iter().filter_map(|t| t.usage.as_ref()).map(|u| u.memory_peak_bytes).max();
+        r.memory_peak_bytes = r.memory_peak_bytes.max(peak.unwrap_or(0));
+    }
+    Some(report)
+}
+
+/// Grades the eval script's output as the harness grades its test_output.txt: the verdict,
+/// the tests and the two lists into `r`; the harness's report.json.
+fn grade_log(
+    r: &mut InstanceResult,
+    test_output: &str,
+    parser: LogParser,
+    fail_only: bool,
+    f2p: &[String],
+    p2p: &[String],
+) -> Value {
+    let id = r.instance_id.clone();
     let sm = match logs_eval(parser, test_output) {
         Ok(sm) => sm,
         Err(why) => {
             r.verdict = Verdict::Unresolved;
             r.reason = Some(why);
-            return Some(instance_report(&id, true, false, false, None));
+            return instance_report(&id, true, false, false, None);
         }
     };
     r.tests = sm
@@ -656,15 +683,6 @@ fn grade(
             usage: None,
         })
         .collect();
-    // Each test's usage, by pytest's node id (what the harness's pytest parsers name): a
-    // measurement beside the verdict, never part of it (in-runner lines change no status).
-    if let Some(bytes) = reports.get(crate::measure::REPORT) {
-        let mut measured = crate::measure::read(bytes, crate::measure::Method::InRunner);
-        by_first_word(&mut measured.usage);
-        crate::eval::parsers::attach_usage(&mut r.tests, measured);
-        let peak = r.tests.iter().filter_map(|t| t.usage.as_ref()).map(|u| u.memory_peak_bytes).max();
-        r.memory_peak_bytes = r.memory_peak_bytes.max(peak.unwrap_or(0));
-    }
     let (a, b) = (grade_list(f2p, &sm, fail_only), grade_list(p2p, &sm, fail_only));
     // v5's cross-check (SWE-bench PR #620): the test command's own exit status against the
     // parsed log. A command that failed while its log reports no failure at all has lines in
@@ -686,6 +704,7 @@ fn grade(
     };
     let resolved = a.1.is_empty() && b.1.is_empty() && inconsistent.is_none();
     r.verdict = if resolved { Verdict::Resolved } else { Verdict::Unresolved };
+    r.reason = None;
     if let Some(why) = inconsistent {
         r.reason = Some(why);
     } else if !resolved {
@@ -699,7 +718,52 @@ fn grade(
     let report = instance_report(&id, true, true, resolved, Some((&a, &b)));
     r.fail_to_pass = Some(Grade { success: a.0, failure: a.1 });
     r.pass_to_pass = Some(Grade { success: b.0, failure: b.1 });
-    Some(report)
+    report
+}
+
+/// `--rewrite_reports`: an instance's result graded again from the test_output.txt its run
+/// left in the harness's log directory, nothing run; its report.json written again. None when
+/// its log cannot change it: no graded log (a patch that did not apply, a timeout, an OOM, an
+/// error), the output cut at the limit, or no test_output.txt.
+pub fn regrade(o: &Options, inst: &Instance, preds: &Predictions, old: &InstanceResult) -> Option<InstanceResult> {
+    if !matches!(old.verdict, Verdict::Resolved | Verdict::Unresolved) {
+        return None;
+    }
+    let Kind::Repo { repo, fail_to_pass, pass_to_pass, swebench: Some(rec), .. } = &inst.kind else {
+        return None;
+    };
+    let hdir = harness_dir(o, &preds.model_of(&inst.id), &inst.id);
+    let test_output = std::fs::read_to_string(hdir.join("test_output.txt")).ok()?;
+    let cut = std::fs::read_to_string(hdir.join("usage.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<crate::sandbox::report::Report>(&t).ok())
+        .is_none_or(|u| u.output_limit_exceeded);
+    if cut {
+        return None;
+    }
+    let parser = parser_of(repo, rec).ok()?;
+    let mut r = old.clone();
+    let mut report = grade_log(
+        &mut r,
+        &test_output,
+        parser,
+        rec.eval_type.as_deref() == Some("fail_only"),
+        fail_to_pass,
+        pass_to_pass,
+    );
+    // The usage each test was measured with, by name, as the run had it.
+    for t in r.tests.iter_mut() {
+        t.usage = old.tests.iter().find(|u| u.name == t.name).and_then(|u| u.usage.clone());
+    }
+    strict(o, &mut r);
+    if let Some(Value::Object(inst)) = report.get_mut(&inst.id) {
+        if !r.tampering.is_empty() {
+            inst.insert("tampering".into(), json!(r.tampering));
+        }
+        inst.insert("resolved".into(), json!(r.verdict == Verdict::Resolved));
+    }
+    std::fs::write(hdir.join("report.json"), serde_json::to_string_pretty(&report).unwrap() + "\n").ok()?;
+    Some(r)
 }
 
 /// The harness's pytest parsers name a test by the first word after its status (`PASSED
@@ -751,14 +815,19 @@ pub fn write_run_report(
             }
             Some(Verdict::EmptyPatch) => empty.push(id.clone()),
             Some(Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom | Verdict::Error) => errors.push(id.clone()),
-            Some(Verdict::Interrupted) | None => incomplete.push(id.clone()),
+            Some(Verdict::NoPrediction | Verdict::Interrupted) | None => incomplete.push(id.clone()),
         }
     }
     let submitted_ids: Vec<String> = match submitted {
         Some(m) => m.keys().cloned().collect(),
         None => ids.to_vec(),
     };
-    let model = ids.first().map(|id| preds.model_of(id)).unwrap_or_else(|| "gold".into());
+    // The model its first prediction names, as the harness names the file.
+    let model = ids
+        .iter()
+        .find(|id| submitted.is_none_or(|m| m.contains_key(*id)))
+        .map(|id| preds.model_of(id))
+        .unwrap_or_else(|| "gold".into());
     let report = json!({
         "total_instances": ids.len(),
         "submitted_instances": submitted_ids.len(),
@@ -779,11 +848,16 @@ pub fn write_run_report(
         "unstopped_containers": [],
         "unremoved_images": [],
     });
-    let path =
-        o.output.join(format!("{}.{}.json", crate::eval::names::name(&model), crate::eval::names::name(&o.run_id)));
-    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n")
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    Ok(path)
+    let file = format!("{}.{}.json", crate::eval::names::name(&model), crate::eval::names::name(&o.run_id));
+    let text = serde_json::to_string_pretty(&report).unwrap() + "\n";
+    // In --output, and in --report_dir (SWE-bench's) too when given.
+    for dir in std::iter::once(&o.output).chain(o.report_dir.as_ref()) {
+        let path = dir.join(&file);
+        std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(&path, &text))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(o.output.join(file))
 }
 
 #[cfg(test)]

@@ -52,6 +52,17 @@ impl Format for SweBench {
         harness::run_instance(o, job, scratch, logs, children)
     }
 
+    /// The harness's grading of the test_output.txt the run left (its --rewrite_reports).
+    fn regrade(
+        &self,
+        o: &Options,
+        inst: &Instance,
+        preds: &Predictions,
+        old: &InstanceResult,
+    ) -> Option<InstanceResult> {
+        harness::regrade(o, inst, preds, old)
+    }
+
     /// The harness's run report (`<model>.<run_id>.json`) and its per-instance report.json.
     fn write_files(
         &self,
