@@ -704,6 +704,19 @@ fn kernel_budgets_kept_per_user_are_each_sandboxs_own() {
     }
 }
 
+/// Class: kernel memory no process maps. SysV message queues hold at most 32 x 64 KiB in a
+/// sandbox's IPC namespace (the kernel's defaults allow 32000 queues of 16 KiB: 500 MiB that,
+/// rootless, no --memory saw), and what they hold counts against the rootless --memory watch.
+#[test]
+fn message_queues_are_capped_and_counted() {
+    for m in modes() {
+        let (mut a, held) = holding(m, &[], &["probe", "msgq=64"]);
+        let _ = a.wait();
+        let bytes: u64 = held.rsplit(", ").next().unwrap().trim_end_matches(" bytes").parse().unwrap();
+        assert!(bytes <= 2 << 20, "{m:?}: {held}");
+    }
+}
+
 /// Class: writes outside the disk limit. /dev/shm is a directory of the writable layer, so
 /// what the command keeps there counts against --disk; /dev itself takes no writes.
 #[test]

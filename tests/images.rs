@@ -692,5 +692,56 @@ fn save_round_trips_and_the_image_id_is_the_same_whatever_the_archive() {
         let o = store_cmd(m, &store).args(["save", "-o"]).arg(dir.join("nope.tar")).arg("nope:1").output().unwrap();
         assert_eq!(code(&o), 125);
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "{m:?}: leftovers");
+        // A link at the output path is replaced, never written through.
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.join("linked.tar");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let o = store_cmd(m, &store).args(["save", "-o"]).arg(&link).arg("rt:1").output().unwrap();
+        ok(&o, "save over a link");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "{m:?}: written through the link");
+        assert!(std::fs::symlink_metadata(&link).unwrap().is_file(), "{m:?}");
+    }
+}
+
+/// A store another user can change is refused: its owner could swap what it holds (images,
+/// unpacked trees) or put links where it is written. The default rootless store without HOME
+/// is /tmp/polysandbox-UID, never a shared /tmp/polysandbox.
+#[test]
+fn a_store_another_user_can_change_is_refused() {
+    if !is_root() {
+        eprintln!("SKIP a_store_another_user_can_change_is_refused: needs root to make another user's directory");
+        return;
+    }
+    let base = Mode::Root.owned_dir("foreign-stores");
+    std::fs::set_permissions(&base, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // Another user's directory, used by root; root's directory that anyone can write, used by
+    // the user; and as the user, a directory of root's that only root writes (allowed).
+    let theirs = base.join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(fixtures().uid), Some(fixtures().gid)).unwrap();
+    let open = base.join("open");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::os::unix::fs::PermissionsExt::from_mode(0o777)).unwrap();
+    for (m, dir) in [(Mode::Root, &theirs), (Mode::User, &open)] {
+        let o = store_cmd(m, dir).arg("images").output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?} {}: {}", dir.display(), stderr(&o));
+        assert!(stderr(&o).contains("another user could change what it holds"), "{m:?}: {}", stderr(&o));
+        assert_eq!(std::fs::read_dir(dir).unwrap().count(), 0, "{m:?}: wrote into it");
+    }
+    let own = PathBuf::from(format!("/tmp/polysandbox-{}", fixtures().uid));
+    let existed = own.exists();
+    let o = Mode::User
+        .command()
+        .env_remove("HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("POLYSANDBOX_ROOT")
+        .arg("images")
+        .output()
+        .unwrap();
+    ok(&o, "images without HOME");
+    assert!(own.join("oci/index.json").is_file(), "no store at {}", own.display());
+    if !existed {
+        std::fs::remove_dir_all(&own).unwrap();
     }
 }

@@ -455,6 +455,21 @@ fn credentials_never_follow_a_redirect_to_another_host() {
     assert!(cdn.lines().all(|l| l.ends_with(" noauth")), "credentials went to another host: {cdn}");
 }
 
+/// A registry's answers are read into memory only up to a bound: a manifest that never ends
+/// is refused at 4 MiB, not read until the host's memory is gone.
+#[test]
+fn a_manifest_without_end_is_refused_at_its_bound() {
+    let s = shared();
+    let (_front, port, log) = proxy(s.plain, &["huge"]);
+    let m = modes()[0];
+    let store = m.owned_dir("huge");
+    let p = ps(m, &store, &["pull", &format!("127.0.0.1:{port}/fixture/busybox:1")], &[]);
+    assert_eq!(code(&p), 125, "{}", stderr(&p));
+    assert!(stderr(&p).contains("larger than 4194304 bytes"), "{}", stderr(&p));
+    assert_eq!(stderr(&p).lines().count(), 1, "{}", stderr(&p));
+    assert!(std::fs::read_to_string(&log).unwrap().contains("client hung up"), "read to the end");
+}
+
 #[test]
 fn an_interrupted_download_resumes_with_a_range_request() {
     let s = shared();

@@ -909,7 +909,7 @@ fn user_namespaces_disabled_names_the_sysctl() {
         }
         let o = c.args(["-Ur", "/bin/sh", "-c", &script]).output().unwrap();
         assert_eq!(code(&o), 125, "{m:?}: {}", stderr(&o));
-        assert!(stderr(&o).contains("user.max_user_namespaces is 0"), "{m:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("user.max_user_namespaces=0"), "{m:?}: {}", stderr(&o));
         assert_eq!(stderr(&o).lines().count(), 1, "{m:?}: {}", stderr(&o));
     }
 }

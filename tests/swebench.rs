@@ -415,6 +415,15 @@ fn patches_are_applied_in_the_sandbox_never_on_the_host() {
         ("fuzzy", fuzzy, "resolved"),
         ("link", link.clone() + &gold, "resolved"),
         ("link-only", link, "unresolved"),
+        // The fifth red team's: gold plus `__init__.py`'s unchecked-hash bytecode with a no-op
+        // pytest `runtest`, as a GIT binary patch (no `+` line to scan): it was `resolved` under
+        // --strict with no flag. Now decisive, with or without --strict.
+        (
+            "pyc",
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/attacks/flask-4992-pyc.patch"))
+                .unwrap(),
+            "unresolved",
+        ),
     ];
     let dir = m.owned_dir("swe-patches");
     let records_file = write_records(m, "one.jsonl", std::slice::from_ref(&rec));
@@ -446,6 +455,18 @@ fn patches_are_applied_in_the_sandbox_never_on_the_host() {
             _ => {}
         }
     }
+    // A prediction that is not Unicode (Python's json writes `\udce4` for a byte it kept) is
+    // that prediction's failure: before, the file was refused and no instance graded.
+    let preds = dir.join("surrogate.jsonl");
+    let line =
+        serde_json::json!({"instance_id": id, "model_name_or_path": "m", "model_patch": gold.clone() + "SURROGATE"})
+            .to_string()
+            .replace("SURROGATE", "\\udce4");
+    std::fs::write(&preds, line).unwrap();
+    let run = eval(m, "swe-patch-surrogate", &[records_file.to_str().unwrap(), "-p", preds.to_str().unwrap()], &[]);
+    assert_eq!(run.verdicts()[id], "patch_failed", "{}", run.results()[id]);
+    assert!(run.results()[id].to_string().contains("unpaired surrogate"), "{}", run.results()[id]);
+
     // The prediction's edits to the test files are undone before the tests run (the eval
     // script checks them out again): gold with them still resolves, they alone do not.
     for (name, patch, want) in

@@ -285,17 +285,20 @@ pub fn main(a: EvalArgs) -> i32 {
         }
         Err(e) => return super::error(e),
     };
-    for n in a.harness.notes() {
-        eprintln!("polysandbox: note: {n}");
-    }
-    if given.is_none() {
-        eprintln!(
-            "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"
-        );
-    }
-    if let Some(n) = super::host::cgroup_note() {
-        eprintln!("polysandbox: note: {n}");
-    }
+    // Said once the input is known good: a refused command line is one line.
+    let notes = || {
+        for n in a.harness.notes() {
+            eprintln!("polysandbox: note: {n}");
+        }
+        if given.is_none() {
+            eprintln!(
+                "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"
+            );
+        }
+        if let Some(n) = super::host::cgroup_note() {
+            eprintln!("polysandbox: note: {n}");
+        }
+    };
     let label = match (o.predictions.as_str(), &given) {
         ("gold", None) => "gold (the dataset's reference solutions: -p was not given)".to_string(),
         ("gold", Some(_)) => "gold (the dataset's reference solutions)".to_string(),
@@ -303,13 +306,15 @@ pub fn main(a: EvalArgs) -> i32 {
         (_, g) => g.clone().unwrap_or_default(),
     };
     if a.rewrite_reports == Some(true) {
+        notes();
         return rewrite(&o, &label, a.fail_under);
     }
     let named = a.calibration.is_some();
-    o.calibration = match calibration_for(&o, a.calibration, a.no_calibration) {
+    o.calibration = match calibration_for(&o, a.calibration.clone(), a.no_calibration) {
         Ok(c) => c,
         Err(e) => return super::error(e),
     };
+    notes();
     // Calibration by default: a prediction's run is graded against what gold does here, with
     // controls gold was seen to fail. Instances the calibration lacks are calibrated first
     // (gold as shipped once, then with every candidate control), and kept with the dataset's.

@@ -149,9 +149,9 @@ pub fn main() -> i32 {
 }
 
 /// A command line clap did not run: `--help` and `--version` on stdout (exit 0); no
-/// subcommand at all, the help on stderr (exit 2); a usage error, clap's whole message (what
-/// is wrong, its suggestion or the possible values, the usage line), its first line marked as
-/// ours, exit 2 (125 for `run`, which still writes the record its `--stats-json` names).
+/// subcommand at all, the help on stderr (exit 2); a usage error, one line of clap's message
+/// (what is wrong, the missing arguments, its suggestion or the possible values), exit 2 (125
+/// for `run`, which still writes the record its `--stats-json` names).
 fn refused(e: clap::Error, args: &[OsString], started: std::time::Instant) -> i32 {
     use clap::error::ErrorKind;
     if !e.use_stderr() {
@@ -163,26 +163,38 @@ fn refused(e: clap::Error, args: &[OsString], started: std::time::Instant) -> i3
         let _ = e.print();
         return USAGE;
     }
-    let text = e.to_string();
-    let text = text.strip_prefix("error: ").unwrap_or(&text);
-    // A `run --stats-json FILE` that clap refused still leaves its record, which holds the
-    // message's first line.
+    let text = one_line(&e.to_string());
+    // A `run --stats-json FILE` that clap refused still leaves its record, with the message.
     if let Some(path) = stats_json_of(args.iter().cloned()) {
-        let first = text.lines().next().unwrap_or("invalid arguments");
-        let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, first);
-        let code = run::failed(Some(&path), Vec::new(), err, started);
-        eprint!("{}", text.split_once('\n').map_or("", |(_, rest)| rest));
-        return code;
+        let err = crate::sandbox::Error::new(crate::sandbox::ErrorKind::Usage, text);
+        return run::failed(Some(&path), Vec::new(), err, started);
     }
-    eprint!("polysandbox: error: {text}");
-    if !text.ends_with('\n') {
-        eprintln!();
-    }
+    eprintln!("polysandbox: error: {text}");
     if is_run(args) {
         crate::sandbox::exit::ERROR
     } else {
         USAGE
     }
+}
+
+/// clap's message as one line: what is wrong, then what it adds (the missing arguments, the
+/// possible values, its suggestion for a typo), without the usage and the pointer to --help
+/// (`--help` has them).
+fn one_line(text: &str) -> String {
+    let text = text.strip_prefix("error: ").unwrap_or(text);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut out = lines.next().unwrap_or("invalid arguments").to_string();
+    for l in lines {
+        if l.starts_with("Usage:") || l.starts_with("For more information") {
+            break;
+        }
+        if !out.ends_with(':') {
+            out.push(';');
+        }
+        out.push(' ');
+        out.push_str(l);
+    }
+    out
 }
 
 /// Where the subcommand is on the command line: after polysandbox's own options (`--root

@@ -269,7 +269,14 @@ pub fn main(a: RunArgs) -> i32 {
     for source in &chowns {
         let (uid, gid) = match bind_owner(&spec) {
             Ok(ids) => ids,
-            Err(e) => return failed(a.stats_json.as_deref(), spec.argv.clone(), sandbox::Error::new(ErrorKind::Usage, e), started),
+            Err(e) => {
+                return failed(
+                    a.stats_json.as_deref(),
+                    spec.argv.clone(),
+                    sandbox::Error::new(ErrorKind::Usage, e),
+                    started,
+                )
+            }
         };
         match sandbox::chown::chown_tree(source, uid, gid) {
             Ok(c) => {
@@ -372,7 +379,11 @@ fn bind_owner(spec: &Spec) -> Result<(u32, u32), String> {
     // sandbox could not run as it anyway: never an offset that reaches other hosts' ids.
     let (u, g) = spec.user;
     if u >= sandbox::ID_RANGE || g >= sandbox::ID_RANGE {
-        return Err(format!("uid {u} gid {g} is outside the sandbox's {} ids (0 to {})", sandbox::ID_RANGE, sandbox::ID_RANGE - 1));
+        return Err(format!(
+            "uid {u} gid {g} is outside the sandbox's {} ids (0 to {})",
+            sandbox::ID_RANGE,
+            sandbox::ID_RANGE - 1
+        ));
     }
     let (uid, gid) = sandbox::root_host_ids();
     Ok((uid + u, gid + g))

@@ -70,7 +70,11 @@ pub fn load_noted(spec: &str, instances: &[Instance], notes: &mut Vec<String>) -
         let id = string(v, &["instance_id", "task_id", "_id", "id"])
             .or_else(harness_id)
             .ok_or_else(|| format!("predictions {spec} record {}: no instance_id (nor org, repo and number)", n + 1))?;
-        let pred = if let Some(p) = string(v, &["model_patch", "fix_patch", "patch"]) {
+        let pred = if super::records::has_lone_surrogate(v) {
+            // Text that is not Unicode (a byte Python's surrogateescape kept): no patch or file
+            // can be written of it, as the SWE-bench harness cannot either. The prediction's.
+            Prediction::Refused("the prediction holds an unpaired surrogate (\\udXXX): it is not Unicode text".into())
+        } else if let Some(p) = string(v, &["model_patch", "fix_patch", "patch"]) {
             Prediction::Patch(p)
         } else if ["model_patch", "fix_patch", "patch"].iter().any(|k| v.get(*k).is_some_and(|x| x.is_null())) {
             // `"model_patch": null`: the harness counts it an empty patch.
@@ -280,6 +284,22 @@ mod tests {
         assert!(e.contains("7 instance ids are not in the dataset (x0, x1, x2, x3, x4, ...)"), "{e}");
         let e = refused("twice", "{\"instance_id\": \"a\", \"model_patch\": \"x\"}\n{\"instance_id\": \"b\", \"model_patch\": \"\"}\n{\"instance_id\": \"a\", \"model_patch\": \"y\"}\n");
         assert!(e.contains("a is given twice with different predictions (records 1 and 3)"), "{e}");
+    }
+
+    /// A prediction that is not Unicode (Python's json writes a lone surrogate, `\udce4`, and
+    /// reads it back) is that prediction's failure, never a reason to refuse the file: the
+    /// others are graded (before, one such record made eval refuse every instance).
+    #[test]
+    fn a_lone_surrogate_refuses_its_prediction_alone() {
+        for (name, text) in [
+            ("jsonl", "{\"instance_id\": \"a\", \"model_patch\": \"+x\\udce4\"}\n{\"instance_id\": \"b\", \"model_patch\": \"y\"}\n"),
+            ("json", "[{\"instance_id\": \"a\", \"model_patch\": \"+x\\udce4\"}, {\"instance_id\": \"b\", \"model_patch\": \"y\"}]"),
+        ] {
+            let (r, _) = load(name, text);
+            let Ok(Predictions::Records(m, _)) = r else { panic!("{name}: refused: {:?}", r.err()) };
+            assert!(matches!(&m["a"], Prediction::Refused(w) if w.contains("unpaired surrogate")), "{name}: {:?}", m["a"]);
+            assert_eq!(m["b"], Prediction::Patch("y".into()), "{name}");
+        }
     }
 
     /// Said, not refused: an id given twice alike; `"model_patch": null` is an empty patch,

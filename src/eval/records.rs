@@ -26,6 +26,10 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, String> {
     }
     let text = String::from_utf8(bytes)
         .map_err(|_| format!("{}: neither JSON, JSONL (UTF-8 text) nor Parquet", path.display()))?;
+    // Python's json writes an unpaired surrogate (`\udce4`, a byte `surrogateescape` kept) and
+    // reads it back; serde_json refuses it. Each is read as U+10FFFF, which marks its record
+    // (see `LONE_SURROGATE`): one record with one cannot refuse the whole file.
+    let text = repair_lone_surrogates(&text).unwrap_or(text);
     let trimmed = text.trim_start();
     if trimmed.starts_with('[') || trimmed.starts_with('{') {
         if let Ok(v) = serde_json::from_str::<Value>(&text) {
@@ -62,6 +66,64 @@ pub fn read_records(path: &Path) -> Result<Vec<Value>, String> {
         out.push(serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1))?);
     }
     Ok(out)
+}
+
+/// What an unpaired UTF-16 surrogate escape in a records file is read as: a noncharacter no
+/// real prediction or dataset holds. A record with one in any string holds text that is not
+/// Unicode (the SWE-bench harness could not write its patch either).
+pub const LONE_SURROGATE: char = '\u{10FFFF}';
+
+/// Whether any string of `v` (keys included) holds [`LONE_SURROGATE`].
+pub fn has_lone_surrogate(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains(LONE_SURROGATE),
+        Value::Array(a) => a.iter().any(has_lone_surrogate),
+        Value::Object(o) => o.iter().any(|(k, x)| k.contains(LONE_SURROGATE) || has_lone_surrogate(x)),
+        _ => false,
+    }
+}
+
+/// `text` with every `\uD800`..`\uDFFF` escape that is not half of a pair written as the
+/// pair of [`LONE_SURROGATE`]; `None` when there is none. Escapes are found as JSON has them:
+/// a backslash escapes the next character, whatever it is.
+fn repair_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let hex = |i: usize| -> Option<u32> {
+        let h = b.get(i..i + 4)?;
+        u32::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok().filter(|_| h.iter().all(u8::is_ascii_hexdigit))
+    };
+    let escape_at = |i: usize| -> Option<u32> {
+        (b.get(i) == Some(&b'\\') && b.get(i + 1) == Some(&b'u')).then(|| hex(i + 2)).flatten()
+    };
+    let mut out: Option<String> = None;
+    let (mut i, mut copied) = (0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(u) = escape_at(i) else {
+            i += 2;
+            continue;
+        };
+        let high = (0xD800..0xDC00).contains(&u);
+        let low_next = escape_at(i + 6).is_some_and(|n| (0xDC00..0xE000).contains(&n));
+        if high && low_next {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&u) {
+            let o = out.get_or_insert_with(String::new);
+            o.push_str(&text[copied..i]);
+            o.push_str("\\uDBFF\\uDFFF");
+            i += 6;
+            copied = i;
+        } else {
+            i += 6;
+        }
+    }
+    out.map(|mut o| {
+        o.push_str(&text[copied..]);
+        o
+    })
 }
 
 pub fn string(v: &Value, keys: &[&str]) -> Option<String> {
@@ -158,4 +220,24 @@ fn repository_fields(v: &Value, at: &str) -> Result<Instance, String> {
             multi: None,
         },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lone_surrogates_mark_their_record_and_pairs_stay() {
+        let text = r#"{"a": "x\udce4y", "b": "\ud83d\ude00", "c": "\\udce4", "d": "\ud800\u0041", "e": "\\\udc00"}"#;
+        let fixed = repair_lone_surrogates(text).unwrap();
+        let v: Value = serde_json::from_str(&fixed).unwrap();
+        assert_eq!(v["a"], format!("x{LONE_SURROGATE}y"));
+        assert_eq!(v["b"], "\u{1F600}");
+        assert_eq!(v["c"], "\\udce4", "an escaped backslash is no escape");
+        assert_eq!(v["d"], format!("{LONE_SURROGATE}A"));
+        assert_eq!(v["e"], format!("\\{LONE_SURROGATE}"));
+        assert!(has_lone_surrogate(&v));
+        assert!(repair_lone_surrogates(r#"{"a": "\ud83d\ude00 \\u0041"}"#).is_none());
+        assert!(!has_lone_surrogate(&serde_json::json!({"a": ["\u{FFFD}"]})));
+    }
 }

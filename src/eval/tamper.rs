@@ -35,11 +35,117 @@ const SHADOWS_RUST: &str = "shadows the prelude or the assertion macros the test
 /// red team's). No exercise solution has a file to read but its own.
 pub const READS_FILES_AT_BUILD: &str = "reads files into the build (Go //go:embed, Rust include_str!/include_bytes!/include!/#[path], C/C++ #embed/.incbin or #include of a test file, a source file or a computed name): a solution has no file to read but its own, and the tests are files beside it";
 
+/// A repository patch that adds or changes compiled code: Python loads an unchecked `.pyc` in
+/// `__pycache__` in place of its unchanged source (the fifth red team's: `__init__.py`'s
+/// bytecode plus four lines that made pytest's `runtest` a no-op, in a `GIT binary patch` no
+/// text scan reads), a sourceless `.pyc` in place of a deleted `.py`, a shared object, a class
+/// or an archive on a path. No fix is bytecode.
+pub const COMPILED: &str = "adds or changes compiled code (bytecode, a shared object, a class file or an archive) that would be loaded in place of source";
+/// Source given as a binary patch: its text is in no `+` line, so no rule reads it.
+pub const BINARY_SOURCE: &str = "gives source or configuration as a binary patch, whose text no scan reads";
+
 /// Flags no solution has a reason for: they change what the tests' own code means, or read
-/// the tests into the build, so eval grades them unresolved with or without `--strict`.
+/// the tests into the build, or hide code from every scan, so eval grades them unresolved
+/// with or without `--strict`.
 pub fn decisive(flag: &str) -> bool {
-    flag.starts_with(REDECLARES_GO) || flag.starts_with(SHADOWS_RUST) || flag.starts_with(READS_FILES_AT_BUILD)
+    [REDECLARES_GO, SHADOWS_RUST, READS_FILES_AT_BUILD, COMPILED, BINARY_SOURCE].iter().any(|d| flag.starts_with(d))
 }
+
+/// Whether `path` is compiled code some runtime loads: Python bytecode (or anything in
+/// `__pycache__`), shared objects and native modules, JVM classes and archives, importable
+/// zips and wheels, objects and static libraries, WebAssembly.
+fn compiled_path(path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path).to_ascii_lowercase();
+    let ext = base.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+    path.split('/').any(|c| c == "__pycache__")
+        || base.contains(".so.")
+        || matches!(
+            ext,
+            "pyc"
+                | "pyo"
+                | "so"
+                | "pyd"
+                | "dylib"
+                | "dll"
+                | "node"
+                | "class"
+                | "jar"
+                | "war"
+                | "ear"
+                | "egg"
+                | "whl"
+                | "zip"
+                | "pyz"
+                | "a"
+                | "o"
+                | "wasm"
+                | "exe"
+                | "rlib"
+                | "dex"
+        )
+}
+
+/// Whether a patch section is binary (`GIT binary patch`, or `Binary files ... differ`).
+fn binary_section(body: &str) -> bool {
+    body.lines()
+        .any(|l| l.starts_with("GIT binary patch") || (l.starts_with("Binary files ") && l.ends_with(" differ")))
+}
+
+/// Extensions of text a scan reads as code or configuration (a binary patch of one hides it).
+const TEXT_EXTENSIONS: &[&str] = &[
+    "py",
+    "pyi",
+    "pth",
+    "pyx",
+    "pxd",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "mts",
+    "cts",
+    "jsx",
+    "tsx",
+    "go",
+    "rs",
+    "java",
+    "kt",
+    "kts",
+    "scala",
+    "groovy",
+    "c",
+    "h",
+    "cc",
+    "cpp",
+    "cxx",
+    "hpp",
+    "hh",
+    "hxx",
+    "rb",
+    "php",
+    "sh",
+    "bash",
+    "pl",
+    "lua",
+    "cfg",
+    "ini",
+    "toml",
+    "json",
+    "yaml",
+    "yml",
+    "xml",
+    "txt",
+    "in",
+    "mod",
+    "sum",
+    "gradle",
+    "properties",
+    "cmake",
+    "mk",
+    "lock",
+    "md",
+    "rst",
+];
 
 /// Text shaped like a runner's report: go test's and test2json's frames, libtest's lines,
 /// JUnit XML, jest's JSON counts and its ✓/✕ marks, Catch2's and pytest's words.
@@ -598,6 +704,17 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
     // pytest's own repository: its code under test is the runner.
     let runner_repo = sections.iter().any(|(p, _)| p.split('/').any(|c| c == "_pytest"));
     for (path, body) in sections {
+        if compiled_path(&path) {
+            push(format!("{COMPILED}: {path}"));
+        } else if binary_section(&body) {
+            let base = path.rsplit('/').next().unwrap_or(&path).to_ascii_lowercase();
+            let ext = base.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+            if TEXT_EXTENSIONS.contains(&ext) || config_file(&path).is_some() || !base.contains('.') {
+                push(format!("{BINARY_SOURCE}: {path}"));
+            } else {
+                push(format!("a binary file no scan reads: {path}"));
+            }
+        }
         if let Some(what) = config_file(&path) {
             push(format!("changes {what}: {path}"));
         } else if mixed_config(&path) {
@@ -635,9 +752,12 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
         // when the tests import it (the fourth red team's `__init__.py` replaced pytest's
         // `Function.runtest` through `sys.modules`). Not for the runner's own repository
         // (pytest's code under test is the runner).
+        // A file of no language's (a `.txt`, a file with no extension) is read by every
+        // language's rules: code can `exec` or `eval` it, or load it under another name.
+        let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+        let any_language = !runner_reach().iter().any(|(langs, _, _)| langs.contains(&ext));
         for (langs, re, what) in runner_reach() {
-            let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
-            if !langs.contains(&ext) || (ext == "py" && runner_repo) {
+            if !(any_language || langs.contains(&ext)) || ((ext == "py" || any_language) && runner_repo) {
                 continue;
             }
             if let Some(m) = re.find(&added) {
@@ -929,6 +1049,57 @@ mod tests {
         // A plain code change, and setup.cfg changes that leave the test run alone, are not.
         assert!(scan_patch(&p("src/pkg/mod.py", "return a + b")).is_empty());
         assert!(scan_patch(&p("setup.cfg", "version = 2")).is_empty());
+    }
+
+    /// Code no text scan reads: a `GIT binary patch` (the fifth red team's: flask's
+    /// `__pycache__/__init__.cpython-311.pyc`, an unchecked-hash bytecode of `__init__.py` plus
+    /// a no-op `runtest`, graded `resolved` under `--strict` with no flag), compiled files by
+    /// any name, and source written as a binary patch, are decisive; another binary file is
+    /// said. And a file of no language is read by every language's rules.
+    #[test]
+    fn code_no_scan_reads_is_flagged() {
+        let binary = |path: &str| {
+            format!("diff --git a/{path} b/{path}\nnew file mode 100644\nindex 0000000..1111111\nGIT binary patch\nliteral 5\nMcmZ?b1^@s600000\n\nliteral 0\nHcmV?d00001\n\n")
+        };
+        let text = |path: &str, line: &str| format!("--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+{line}\n");
+        let decisive_for = |patch: &str| scan_patch(patch).iter().any(|f| decisive(f));
+        for path in [
+            "src/flask/__pycache__/__init__.cpython-311.pyc",
+            "src/flask/helpers.pyc",
+            "src/flask/_speedups.cpython-311-x86_64-linux-gnu.so",
+            "lib/libx.so.1",
+            "vendor/evil.zip",
+            "lib/runner.jar",
+            "build/Main.class",
+        ] {
+            assert!(decisive_for(&binary(path)), "{path}: {:?}", scan_patch(&binary(path)));
+            assert!(decisive_for(&text(path, "x")), "{path} as text");
+        }
+        for path in ["src/flask/__init__.py", "setup.cfg", "src/pkg/Makefile", "pkg/x.go", "notes.txt"] {
+            assert!(decisive_for(&binary(path)), "{path}: {:?}", scan_patch(&binary(path)));
+        }
+        // A deleted source replaced: the deletion itself is no flag, the bytecode is.
+        let old = "diff --git a/pkg/m.py b/pkg/m.py\ndeleted file mode 100644\n--- a/pkg/m.py\n+++ /dev/null\n@@ -1 +0,0 @@\n-x = 1\n";
+        assert!(scan_patch(old).is_empty(), "{:?}", scan_patch(old));
+        let f = scan_patch(&binary("docs/logo.png"));
+        assert!(f.len() == 1 && f[0].starts_with("a binary file no scan reads") && !decisive(&f[0]), "{f:?}");
+        let f = scan_patch(
+            "diff --git a/docs/logo.png b/docs/logo.png\nBinary files a/docs/logo.png and b/docs/logo.png differ\n",
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        // A text file of no language, that code would exec: every language's rules read it.
+        let payload = text(
+            "src/flask/payload.txt",
+            "import sys; sys.modules['_pytest.python'].Function.runtest = lambda s: None",
+        );
+        assert!(
+            scan_patch(&payload).iter().any(|f| f.starts_with("reaches into pytest's internals")),
+            "{:?}",
+            scan_patch(&payload)
+        );
+        // And plain text or code changes are not flagged.
+        assert!(scan_patch(&text("docs/changes.txt", "Fixed the config loader.")).is_empty());
+        assert!(scan_patch(&text("src/flask/config.py", "return load(f)")).is_empty());
     }
 
     /// Code under test that reaches into the runner, from any file the patch adds lines to

@@ -329,7 +329,7 @@ pub(crate) fn strict(o: &Options, r: &mut InstanceResult) {
     if !decisive.is_empty() {
         r.verdict = Verdict::Unresolved;
         r.reason = Some(format!(
-            "the prediction does what no solution has a reason to (changes what the tests' own code means, or reads files into its build): {}",
+            "the prediction does what no solution has a reason to (changes what the tests' own code means, reads files into its build, or hides code from every scan): {}",
             decisive.iter().map(|f| f.as_str()).collect::<Vec<_>>().join("; ")
         ));
     } else if o.strict && !r.tampering.is_empty() {

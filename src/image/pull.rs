@@ -416,6 +416,14 @@ pub fn pull(store: &Store, reference: &str, o: &Options) -> Result<Pulled, Strin
     let r = Reference::parse(reference)?;
     let (reg, media, body, mdigest) = resolve(&r, o)?;
     let manifest: Manifest = serde_json::from_slice(&body).map_err(|e| format!("{r}: manifest: {e}"))?;
+    // The config is read into memory whole: a registry does not choose how much.
+    if manifest.config.size > super::registry::MAX_CONFIG {
+        return Err(format!(
+            "{r}: the image config is {} bytes, more than the {} allowed",
+            manifest.config.size,
+            super::registry::MAX_CONFIG
+        ));
+    }
     for l in &manifest.layers {
         let ok = [
             oci::MEDIA_LAYER,

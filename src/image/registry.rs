@@ -15,6 +15,30 @@ pub const MANIFEST_ACCEPT: &str =
     "application/vnd.oci.image.index.v1+json, application/vnd.oci.image.manifest.v1+json, \
 application/vnd.docker.distribution.manifest.list.v2+json, application/vnd.docker.distribution.manifest.v2+json";
 
+/// The most a manifest or index may be (as containers/image's MaxManifestBodySize): a
+/// registry is not trusted to keep its answers small, and they are read into memory.
+pub const MAX_MANIFEST: u64 = 4 << 20;
+/// The most a token answer may be (containers/image's MaxAuthTokenBodySize).
+pub const MAX_TOKEN: u64 = 1 << 20;
+/// The most an image config may be (containers/image allows 4 MiB; some real images' configs,
+/// with long histories, are larger).
+pub const MAX_CONFIG: u64 = 16 << 20;
+
+/// A response's body, refused past `limit` bytes before more is read (a Content-Length is not
+/// believed either way).
+pub fn read_capped(r: Response, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    if r.content_length().is_some_and(|n| n > limit) {
+        return Err(format!("{what}: the registry's answer is larger than {limit} bytes"));
+    }
+    let mut body = Vec::new();
+    r.take(limit + 1).read_to_end(&mut body).map_err(|e| format!("{what}: {e}"))?;
+    if body.len() as u64 > limit {
+        return Err(format!("{what}: the registry's answer is larger than {limit} bytes"));
+    }
+    Ok(body)
+}
+
 /// Attempts per request before giving up (429, 5xx, dropped connections).
 pub const ATTEMPTS: u32 = 6;
 
@@ -151,7 +175,7 @@ impl Registry {
                 }
             ));
         }
-        let v: serde_json::Value = serde_json::from_slice(&r.bytes().map_err(|e| format!("token from {realm}: {e}"))?)
+        let v: serde_json::Value = serde_json::from_slice(&read_capped(r, MAX_TOKEN, &format!("token from {realm}"))?)
             .map_err(|e| format!("token from {realm}: {e}"))?;
         v["token"]
             .as_str()
@@ -256,7 +280,7 @@ impl Registry {
             .unwrap_or("")
             .trim()
             .to_string();
-        let body = r.bytes().map_err(|e| format!("manifest {reference}: {e}"))?.to_vec();
+        let body = read_capped(r, MAX_MANIFEST, &format!("manifest {reference}"))?;
         Ok((ct, body))
     }
 

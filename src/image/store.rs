@@ -57,8 +57,9 @@ impl Store {
         let data = std::env::var_os("XDG_DATA_HOME")
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-            .unwrap_or_else(|| PathBuf::from("/tmp"));
-        data.join("polysandbox")
+            .map(|d| d.join("polysandbox"));
+        // SAFETY: geteuid cannot fail.
+        data.unwrap_or_else(|| PathBuf::from(format!("/tmp/polysandbox-{}", unsafe { libc::geteuid() })))
     }
 
     /// Read-only stores searched after this one (e.g. a cluster's shared store on NFS):
@@ -106,7 +107,18 @@ impl Store {
         // Private: the owner's alone. Shared: readable by all. (Only a store we own is changed.)
         let md = fs::metadata(root).map_err(|e| format!("store {}: {e}", root.display()))?;
         // SAFETY: geteuid cannot fail.
-        if md.uid() == unsafe { libc::geteuid() } {
+        let me = unsafe { libc::geteuid() };
+        // A store another user can change is theirs to forge: its images, its unpacked trees,
+        // links where we would write. Only ours, or root's and not writable by others.
+        if md.uid() != me && (md.uid() != 0 || md.mode() & 0o022 != 0) {
+            return Err(format!(
+                "store {}: owned by uid {}{}: another user could change what it holds; use a store of your own (--root DIR)",
+                root.display(),
+                md.uid(),
+                if md.uid() == 0 { " and writable by others" } else { "" }
+            ));
+        }
+        if md.uid() == me {
             let mode = if s.shared { 0o755 } else { 0o700 };
             if md.mode() & 0o7777 != mode {
                 fs::set_permissions(root, fs::Permissions::from_mode(mode))

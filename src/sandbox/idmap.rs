@@ -129,28 +129,46 @@ fn take_slot(slots: u32) -> Result<(u32, Option<std::fs::File>), Error> {
 /// the sandbox's own host id rather than to root. Our filesystem uid stays 0 (cloning into a
 /// cgroup checks it). [`back_to_root`] right after the clone, in the parent. Single-threaded
 /// only (sandbox::run checks): the raw syscalls change this thread's credentials alone.
-/// Returns whether it did: not where `uid` is no id of ours (polysandbox as "root" of a user
+/// Returns what to restore, if it did: not where `uid` is no id of ours (polysandbox as "root" of a user
 /// namespace, e.g. under `unshare -r`, where root mode cannot map its range anyway and says so
 /// when it writes the maps).
-pub fn become_owner(uid: u32) -> bool {
-    // SAFETY: plain credential syscalls on our own thread.
+pub fn become_owner(uid: u32) -> Option<Owner> {
+    let mut pdeathsig: libc::c_int = 0;
+    // SAFETY: plain credential syscalls on our own thread; prctl into a local int.
     unsafe {
+        libc::prctl(libc::PR_GET_PDEATHSIG, &mut pdeathsig as *mut libc::c_int, 0, 0, 0);
+        let ppid = libc::getppid();
         if libc::syscall(libc::SYS_setresuid, u32::MAX, uid, u32::MAX) != 0 {
-            return false;
+            return None;
         }
         libc::syscall(libc::SYS_setfsuid, 0);
+        Some(Owner { pdeathsig, ppid })
     }
-    true
+}
+
+/// What a credential change clears and [`back_to_root`] restores: the parent-death signal
+/// (eval's `polysandbox run` children die with eval by it; the change cleared it, and eval
+/// SIGKILLed left its sandboxes running), and our parent, to see whether it died meanwhile.
+pub struct Owner {
+    pdeathsig: libc::c_int,
+    ppid: libc::pid_t,
 }
 
 /// Back to uid 0 (our real and saved uid), which restores our capabilities; the credential
-/// change made us undumpable, which we were not.
-pub fn back_to_root() {
-    // SAFETY: as in become_owner.
+/// change made us undumpable, which we were not, and cleared our parent-death signal, which
+/// is set again (and sent now if the parent died in between).
+pub fn back_to_root(owner: Owner) {
+    // SAFETY: as in become_owner; prctl and kill with integer arguments.
     unsafe {
         let rc = libc::syscall(libc::SYS_setresuid, u32::MAX, 0, u32::MAX);
         assert_eq!(rc, 0, "setresuid back to 0: {}", std::io::Error::last_os_error());
         libc::prctl(libc::PR_SET_DUMPABLE, 1, 0, 0, 0);
+        if owner.pdeathsig != 0 {
+            libc::prctl(libc::PR_SET_PDEATHSIG, owner.pdeathsig as libc::c_ulong, 0, 0, 0);
+            if libc::getppid() != owner.ppid {
+                libc::kill(libc::getpid(), owner.pdeathsig);
+            }
+        }
     }
 }
 

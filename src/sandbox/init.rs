@@ -109,6 +109,15 @@ fn cap_user_budgets() {
     }
 }
 
+/// SysV message queues are kernel memory no process maps (and, rootless, no cgroup counts):
+/// at most 32 queues of 64 KiB each in the sandbox's IPC namespace, which is its own. The
+/// rootless watchdog counts what they hold as well. Best effort, as above.
+fn cap_ipc() {
+    for (name, max) in [("msgmni", "32"), ("msgmnb", "65536")] {
+        let _ = std::fs::write(format!("/proc/sys/kernel/{name}"), max);
+    }
+}
+
 /// The init's whole life. Never returns.
 pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let sock_fd = sock.as_raw_fd();
@@ -188,6 +197,7 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     if plan.rootless {
         cap_user_budgets();
     }
+    cap_ipc();
     let scratch = mounts::setup(plan.spec, &plan.rootfs, trees, &plan.bind_is_dir)?;
     super::trace::step("init: root built and pivoted");
     let layer_xattrs = user_xattrs(scratch.as_raw_fd());
@@ -603,7 +613,7 @@ impl Watchdog {
                     .unwrap_or(0)
             };
             let shm = std::fs::File::open("/dev/shm").map(|f| used(f.as_raw_fd())).unwrap_or(0);
-            self.shared = memfds.values().sum::<u64>() + used(self.scratch) + shm + sysv_shm();
+            self.shared = memfds.values().sum::<u64>() + used(self.scratch) + shm + sysv_shm() + sysv_msg();
         }
         if self.memory.is_some() {
             rss += self.shared;
@@ -656,6 +666,13 @@ fn memfds_of(pid: u32, out: &mut std::collections::HashMap<(u64, u64), u64>) {
 fn sysv_shm() -> u64 {
     let Ok(t) = std::fs::read_to_string("/proc/sysvipc/shm") else { return 0 };
     // Columns: key shmid perms size ...; the first line is the header.
+    t.lines().skip(1).filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok()).sum()
+}
+
+/// Bytes queued in the SysV message queues of the sandbox's IPC namespace.
+fn sysv_msg() -> u64 {
+    let Ok(t) = std::fs::read_to_string("/proc/sysvipc/msg") else { return 0 };
+    // Columns: key msqid perms cbytes qnum ...
     t.lines().skip(1).filter_map(|l| l.split_whitespace().nth(3)?.parse::<u64>().ok()).sum()
 }
 

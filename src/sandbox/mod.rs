@@ -369,10 +369,10 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // The sandbox's host ids (as root, a slot of its own, held until we return), and its user
     // namespace created by them, not by root (see idmap.rs).
     let ids = idmap::Ids::allocate(rootless)?;
-    let owner = !rootless && idmap::become_owner(ids.uid);
+    let owner = if rootless { None } else { idmap::become_owner(ids.uid) };
     let cloned = sys::clone3(flags, cg_fd);
-    if !matches!(cloned, Ok((0, _))) && owner {
-        idmap::back_to_root();
+    if let (false, Some(owner)) = (matches!(cloned, Ok((0, _))), owner) {
+        idmap::back_to_root(owner);
     }
     let (pid, pidfd) = match cloned {
         Ok((0, _)) => {

@@ -118,7 +118,14 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
             for o in &t.options {
                 data += &format!(",{o}");
             }
-            sys::mount(Some(c"tmpfs"), &fd_path(target.as_raw_fd(), ""), Some(c"tmpfs"), flags, Some(&cstr(data)), &t.target)?;
+            sys::mount(
+                Some(c"tmpfs"),
+                &fd_path(target.as_raw_fd(), ""),
+                Some(c"tmpfs"),
+                flags,
+                Some(&cstr(data)),
+                &t.target,
+            )?;
             continue;
         }
         let dir = format!("tmpfs{n}");
@@ -137,9 +144,23 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
             )
             .map_err(|e| format!("{}: uid/gid: {e}", t.target))?;
         }
-        sys::mount(Some(&fd_path(src.as_raw_fd(), "")), &fd_path(target.as_raw_fd(), ""), None, libc::MS_BIND, None, &t.target)?;
+        sys::mount(
+            Some(&fd_path(src.as_raw_fd(), "")),
+            &fd_path(target.as_raw_fd(), ""),
+            None,
+            libc::MS_BIND,
+            None,
+            &t.target,
+        )?;
         let target = ensure_dir(root, &t.target)?;
-        sys::mount(None, &fd_path(target.as_raw_fd(), ""), None, flags | libc::MS_REMOUNT | libc::MS_BIND, None, &t.target)?;
+        sys::mount(
+            None,
+            &fd_path(target.as_raw_fd(), ""),
+            None,
+            flags | libc::MS_REMOUNT | libc::MS_BIND,
+            None,
+            &t.target,
+        )?;
     }
     for (n, ((b, tree), is_dir)) in spec.binds.iter().zip(binds).zip(bind_is_dir).enumerate() {
         let target = if *is_dir { ensure_dir(root, &b.target)? } else { ensure_file(root, &b.target)? };
