@@ -148,6 +148,7 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     let mut parsed = parsers::parse(parser, output, reports);
     let control = match check {
         Check::Control(c) => {
+            control::restore(&mut parsed, c);
             if !c.planted.is_empty() && c.planted.len() == c.names.len() {
                 r.verified = c.planted.iter().cloned().zip(control::failed_each(&parsed, c)).collect();
             }
@@ -290,6 +291,15 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     });
     r.verdict = if reason.is_none() { Verdict::Resolved } else { Verdict::Unresolved };
     r.reason = reason;
+    // A control reported passed (not skipped with the rest) is evidence of a forge attempt.
+    if let Some(control::Outcome::Passed(n)) = control {
+        if skipped == 0 {
+            r.tampering.push(format!(
+                "{}: {n} of them, which gold fails and an honest wrong answer passes only by coincidence",
+                tamper::CONTROL_PASSED
+            ));
+        }
+    }
 }
 
 /// `--strict`: a resolved prediction flagged for tampering is graded unresolved, with the
@@ -442,7 +452,7 @@ mod tests {
     }
 
     fn control(name: &str) -> Check {
-        Check::Control(control::Control { names: vec![control::Matcher::suffix(name)], planted: vec![], weak: None })
+        Check::Control(control::Control { names: vec![control::Matcher::suffix(name)], ..Default::default() })
     }
 
     fn cal(tests: &[&str], skipped: &[&str]) -> calibration::Entry {
