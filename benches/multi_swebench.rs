@@ -138,7 +138,11 @@ fn main() {
     let store = PathBuf::from(std::env::var("POLYSANDBOX_ROOT").unwrap_or_else(|_| "/var/lib/polysandbox".into()));
 
     // The harness's images, by their names: without them there is nothing to measure.
-    let listed = Command::new(&bin).arg("images").stderr(Stdio::null()).output().expect("polysandbox images");
+    let listed = Command::new(&bin)
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .stderr(Stdio::null())
+        .output()
+        .expect("polysandbox images");
     let listed = String::from_utf8_lossy(&listed.stdout).to_string();
     let missing: Vec<String> = records
         .iter()

@@ -60,7 +60,7 @@ def run_eval(bench, lang, pred, jobs, out):
 
 def rootfs_of(image):
     out = subprocess.run([BIN, "inspect", image], capture_output=True, text=True, check=True).stdout
-    return json.loads(out)["rootfs"]
+    return json.loads(out)[0]["Rootfs"]
 
 
 def gold_tree(src, dst):

@@ -204,7 +204,7 @@ for lang in "${langs[@]}"; do
   # Imported already (this tarball, this store, the name still there): nothing to do.
   store="${POLYSANDBOX_ROOT:-default}-$(id -u)"
   marker=.cache/images/.$lang-$hash.imported-$(echo "$store" | sha256sum | cut -c1-12)
-  if [ ! -f "$marker" ] || ! "$BIN" images | grep "^$ref " >/dev/null; then
+  if [ ! -f "$marker" ] || ! "$BIN" images --format '{{.Repository}}:{{.Tag}}' | grep -x "$ref" >/dev/null; then
     "$BIN" import "$tarball" --tag "$ref" >/dev/null
     touch "$marker"
   fi

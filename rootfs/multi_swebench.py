@@ -1108,7 +1108,7 @@ def build_one(p, args, cache):
     if not args.no_import:
         store_id = hashlib.sha256(f"{os.environ.get('POLYSANDBOX_ROOT', 'default')}-{os.getuid()}".encode()).hexdigest()[:12]
         marker = archive + f".imported-{store_id}"
-        listed = subprocess.run([args.bin, "images"], capture_output=True, text=True).stdout.split()
+        listed = subprocess.run([args.bin, "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True).stdout.split()
         if not os.path.exists(marker) or not any(x.endswith(ref) for x in listed):
             out = subprocess.run([args.bin, "import", archive, "--tag", ref], capture_output=True, text=True)
             if out.returncode != 0:

@@ -78,6 +78,18 @@ impl Reference {
         Ok(Reference { registry, repository, tag, digest })
     }
 
+    /// Where a local store looks for `s`, in order, as podman does: a name that names its
+    /// registry is that name alone; a short name (`python:3.12`, `polysandbox/python:bookworm`)
+    /// is first the local one (`localhost/...`), then Docker Hub's (`docker.io/library/python`).
+    pub fn local_candidates(s: &str) -> Result<Vec<Reference>, String> {
+        let r = Reference::parse(s)?;
+        if names_registry(s) {
+            return Ok(vec![r]);
+        }
+        // (A short name whose `localhost/` form is too long is still Docker Hub's.)
+        Ok(Reference::parse(&format!("localhost/{s}")).ok().into_iter().chain([r]).collect())
+    }
+
     /// The host to talk to: `registry-1.docker.io` for Docker Hub.
     pub fn api_host(&self) -> &str {
         if self.registry == DEFAULT_REGISTRY {
@@ -103,6 +115,16 @@ impl fmt::Display for Reference {
             write!(f, "@{d}")?;
         }
         Ok(())
+    }
+}
+
+/// Whether `s` names its registry: a first component that looks like a host (has '.' or ':',
+/// or is `localhost`), as docker decides.
+pub fn names_registry(s: &str) -> bool {
+    let name = s.split('@').next().unwrap_or(s);
+    match name.split_once('/') {
+        Some((first, _)) => first.contains('.') || first.contains(':') || first == "localhost",
+        None => false,
     }
 }
 
@@ -194,6 +216,22 @@ mod tests {
         let r = Reference::parse(&format!("localhost:5000/x@{d}")).unwrap();
         assert_eq!(r.api_host(), "localhost:5000");
         assert_eq!(r.manifest_ref(), d);
+    }
+
+    #[test]
+    fn short_names_are_local_first() {
+        let c = |s: &str| -> Vec<String> {
+            Reference::local_candidates(s).unwrap().iter().map(|r| r.to_string()).collect()
+        };
+        assert_eq!(
+            c("polysandbox/python:bookworm"),
+            ["localhost/polysandbox/python:bookworm", "docker.io/polysandbox/python:bookworm"]
+        );
+        assert_eq!(c("python"), ["localhost/python:latest", "docker.io/library/python:latest"]);
+        assert_eq!(c("localhost/python:3"), ["localhost/python:3"]);
+        assert_eq!(c("docker.io/python:3"), ["docker.io/library/python:3"]);
+        assert_eq!(c("127.0.0.1:5000/x:1"), ["127.0.0.1:5000/x:1"]);
+        assert!(names_registry("ghcr.io/a/b") && !names_registry("a/b") && !names_registry("python:3"));
     }
 
     #[test]

@@ -128,11 +128,17 @@ fn resume_skips_only_unchanged_instances() {
         pids.extend(["--pids", "512"]);
         let p2 = eval_in(m, &dir, &pids);
         assert_eq!((code(&p2.out), p2.results().len()), (0, 2), "{m:?}: {}", stderr(&p2.out));
+        // So is --strict: a flagged prediction resolved without it is unresolved with it, so a
+        // verdict reached without it is not kept (it was).
+        let mut strict = pids.clone();
+        strict.push("--strict");
+        let s2 = eval_in(m, &dir, &strict);
+        assert_eq!((code(&s2.out), s2.results().len()), (0, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
         // A different prediction is a different instance run.
         let mut changed = resumed.clone();
         changed[4] = "gold";
         let c = eval_in(m, &dir, &changed);
-        assert_eq!(c.results().len(), 3, "{m:?}");
+        assert_eq!(c.results().len(), 4, "{m:?}");
         assert_eq!(c.verdict("python/sum-two"), "resolved");
         assert_eq!(c.report()["resolved"], 1);
     }
@@ -180,7 +186,12 @@ fn swe_bench_and_multi_swe_bench_records_are_graded_by_their_tests() {
 
 #[test]
 fn codereval_snippets_run_with_the_interpreter() {
-    let m = modes()[0];
+    for m in modes() {
+        codereval_snippets_in(m);
+    }
+}
+
+fn codereval_snippets_in(m: Mode) {
     let root = m.owned_dir("snippets");
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
     let recs = [
@@ -191,6 +202,12 @@ fn codereval_snippets_run_with_the_interpreter() {
         // Reads the completion line's tag from its own file, prints it, leaves: no secret
         // survives code in the same process, so this is flagged, and --strict refuses it.
         serde_json::json!({"_id": "snip-4", "language": "python", "code": "def add(a, b):\n    return 0\nimport re as _re, os as _os\n_t = _re.findall(r\"print\\('(t[0-9a-f]{16})'\", open(__file__).read())\nif _t:\n    print(_t[-1], flush=True); _os._exit(0)", "test": "assert add(1, 2) == 3"}),
+        // The third red team's: the file by its literal name, then `raise SystemExit` (graded
+        // resolved, unflagged, when the file stayed in the tree): the file is gone before the
+        // first statement runs, so there is no tag to print.
+        serde_json::json!({"_id": "snip-5", "language": "python", "code": "def add(a, b):\n    return 0\n\n\nimport re\nprint(re.findall(r\"print\\('(t[0-9a-f]{16})'\", open('snippet.py').read())[-1])\nraise SystemExit\n", "test": "assert add(2, 3) == 5"}),
+        // The same through another name for the file, no name the rules know.
+        serde_json::json!({"_id": "snip-6", "language": "python", "code": "def add(a, b):\n    return 0\n\n\nimport re, glob\nfor _f in glob.glob('*'):\n    _m = re.findall(r\"print\\('(t[0-9a-f]{16})'\", open(_f).read())\n    if _m:\n        print(_m[-1])\n        raise SystemExit\n", "test": "assert add(2, 3) == 5"}),
     ];
     let file = root.join("codereval.json");
     std::fs::write(&file, serde_json::json!({"tasks": recs}).to_string()).unwrap();
@@ -206,9 +223,57 @@ fn codereval_snippets_run_with_the_interpreter() {
     assert!(flags > 0 && r["tampering"].to_string().contains("__file__"), "{r}");
     let strict = eval(m, &[&f, "-t", "snip-4", "--strict"]);
     assert_eq!(strict.verdict("snip-4"), "unresolved", "{}", strict.result("snip-4"));
+    for id in ["snip-5", "snip-6"] {
+        let r = gold.result(id);
+        assert_eq!(r["verdict"], "unresolved", "{r}");
+        assert!(r["tampering"].as_array().is_some_and(|a| !a.is_empty()), "{r}");
+    }
     let stub = eval(m, &[&f, "-p", "stub"]);
     assert_eq!(stub.verdict("snip-1"), "unresolved");
     assert_eq!(stub.verdict("snip-2"), "empty_patch");
+}
+
+/// A JavaScript snippet that reads its own file for the completion line's tag and leaves (the
+/// third red team's: `require('node:' + 'fs')`, the file by its name, `process` through a
+/// function's constructor; graded resolved and unflagged while the file stayed in the tree):
+/// the file is gone before the first statement runs. Gold still passes.
+#[test]
+fn javascript_snippets_find_no_tag_in_their_file() {
+    for m in modes() {
+        if !langs(m).contains(&"javascript") {
+            skip("javascript_snippets_find_no_tag_in_their_file", &format!("{m:?}: no javascript image"));
+            continue;
+        }
+        let root = m.owned_dir("snippets-js");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let test = "const assert = require('assert');\nassert.strictEqual(add(2, 3), 5);\n";
+        let forge = "function add(a, b) {\n  return 0;\n}\nconst src = require('node:' + 'fs').readFileSync('snippet.js', 'utf8');\nconsole.log(src.match(/console\\.log\\('(t[0-9a-f]{16})'\\)/g).pop().slice(13, 30));\n(() => {}).constructor('return process')().exit(0);\n";
+        let dir = "function add(a, b) {\n  return 0;\n}\nconst fs = require('node:' + 'fs');\nfor (const f of fs.readdirSync('.')) {\n  const m = fs.readFileSync(f, 'utf8').match(/console\\.log\\('(t[0-9a-f]{16})'\\)/g);\n  if (m) { console.log(m.pop().slice(13, 30)); (() => {}).constructor('return process')().exit(0); }\n}\n";
+        let recs = [
+            serde_json::json!({"task_id": "js-gold", "language": "javascript", "code": "function add(a, b) {\n  return a + b;\n}\n", "test": test}),
+            serde_json::json!({"task_id": "js-forge", "language": "javascript", "code": "function add(a, b) {\n  return a + b;\n}\n", "test": test}),
+            serde_json::json!({"task_id": "js-dir", "language": "javascript", "code": "function add(a, b) {\n  return a + b;\n}\n", "test": test}),
+        ];
+        let file = root.join("snippets.jsonl");
+        write_jsonl(&file, &recs);
+        let preds = root.join("preds.jsonl");
+        write_jsonl(
+            &preds,
+            &[
+                serde_json::json!({"task_id": "js-gold", "generation": "function add(a, b) {\n  return a + b;\n}\n"}),
+                serde_json::json!({"task_id": "js-forge", "generation": forge}),
+                serde_json::json!({"task_id": "js-dir", "generation": dir}),
+            ],
+        );
+        let (f, p) = (file.display().to_string(), preds.display().to_string());
+        let run = eval(m, &[&f, "-p", &p]);
+        assert_eq!(run.verdict("js-gold"), "resolved", "{m:?}: {}", run.result("js-gold"));
+        for id in ["js-forge", "js-dir"] {
+            let r = run.result(id);
+            assert_eq!(r["verdict"], "unresolved", "{m:?}: {r}");
+            assert!(r["tampering"].as_array().is_some_and(|a| !a.is_empty()), "{m:?}: {r}");
+        }
+    }
 }
 
 #[test]

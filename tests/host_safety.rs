@@ -642,3 +642,146 @@ fn the_store_hands_no_privilege_to_other_users() {
         let _ = std::fs::remove_dir_all(&store);
     }
 }
+
+/// Starts `polysandbox run` in `m` in the background and waits for the first line of its
+/// stdout (what its probe holds); the run goes on until its probe's 5 s are up.
+fn holding(m: Mode, opts: &[&str], cmd: &[&str]) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut c = m.command();
+    c.arg("run").arg("--rootfs").arg(m.rootfs()).arg("--timeout=60s").args(opts).arg("--").args(cmd);
+    let mut child = c.stdout(Stdio::piped()).stderr(Stdio::inherit()).stdin(Stdio::null()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    (child, line.trim().to_string())
+}
+
+/// Class: budgets the kernel keeps per host user (pipe buffers, epoll watches, descriptors in
+/// flight) or per user and the creator of each user namespace above (inotify instances and
+/// watches, message queues, pending signals). As root each sandbox runs as host ids of its own
+/// (a slot of the range) and creates its user namespace as them: a sandbox that spends such a
+/// budget takes it neither from another sandbox nor from the host's root. (Before, every
+/// root-run sandbox was host uid 1610612736 in a namespace root created: one took the next
+/// one's pipe buffers, and all of root's inotify instances.) Rootless the budgets are the
+/// caller's own; one sandbox takes at most 32 of its inotify instances.
+#[test]
+fn kernel_budgets_kept_per_user_are_each_sandboxs_own() {
+    for m in modes() {
+        if m == Mode::Root {
+            // Past pipe-user-pages-soft (1024 pipes of 16 pages): a user over it gets one-page
+            // pipes. Another sandbox's new pipe must still be the full 64 KiB.
+            let (mut a, held) = holding(m, &["--nofile=4096"], &["probe", "pipes=1100"]);
+            assert_eq!(held, "pipes: 1100", "{m:?}");
+            let o = m.run(&[], &["probe", "pipesize"]);
+            let _ = a.wait();
+            assert_eq!(stdout(&o).trim(), "pipesize: 65536", "{m:?}: another sandbox's pipe buffers: {}", stderr(&o));
+
+            // Two sandboxes at once: each its own ids, and its user namespace owned by them.
+            let (mut a, first) = holding(m, &[], &["sh", "-c", "cat /proc/self/uid_map; sleep 5"]);
+            let o = m.run(&[], &["cat", "/proc/self/uid_map"]);
+            let _ = a.wait();
+            let ids = |s: &str| s.split_whitespace().filter_map(|w| w.parse::<u64>().ok()).collect::<Vec<_>>();
+            let (a_ids, b_ids) = (ids(&first), ids(&stdout(&o)));
+            assert!(a_ids.len() == 3 && b_ids.len() == 3, "{first} / {}", stdout(&o));
+            assert_ne!(a_ids[1], b_ids[1], "{m:?}: two sandboxes at once share host ids");
+
+            // inotify: every instance the sandbox can make is charged to its own ids, none to
+            // the host's root, which can still make one while the sandbox holds them all.
+            let (mut a, held) = holding(m, &[], &["probe", "inotify=100000"]);
+            let n: u64 = held.trim_start_matches("inotify: ").parse().unwrap();
+            // SAFETY: a plain syscall; the fd is closed at once.
+            let fd = unsafe { libc::inotify_init1(libc::IN_CLOEXEC) };
+            let err = std::io::Error::last_os_error();
+            let _ = a.wait();
+            assert!(fd >= 0, "{m:?}: the sandbox ({n} instances) left the host's root none: {err}");
+            // SAFETY: our own fd.
+            unsafe { libc::close(fd) };
+        } else {
+            let (mut a, held) = holding(m, &[], &["probe", "inotify=100000"]);
+            let _ = a.wait();
+            let n: u64 = held.trim_start_matches("inotify: ").parse().unwrap();
+            assert!(n <= 32, "{m:?}: one sandbox took {n} of the caller's inotify instances");
+        }
+    }
+}
+
+/// Class: writes outside the disk limit. /dev/shm is a directory of the writable layer, so
+/// what the command keeps there counts against --disk; /dev itself takes no writes.
+#[test]
+fn dev_shm_counts_against_the_disk_limit_and_dev_is_read_only() {
+    for m in modes() {
+        let (o, s) = m.run_stats(
+            &["--disk=4M"],
+            &["sh", "-c", "dd if=/dev/zero of=/dev/shm/fill bs=1M count=16 2>/dev/null; touch /dev/planted; echo done"],
+        );
+        assert!(stdout(&o).contains("done"), "{m:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("Read-only file system"), "{m:?}: /dev took a write: {}", stderr(&o));
+        assert_eq!(s["disk_limit_reached"], true, "{m:?}: /dev/shm outside --disk: {s}");
+        assert!(s["disk_used_bytes"].as_u64().unwrap() <= 4 << 20, "{m:?}: {s}");
+    }
+}
+
+/// Class: the caller's stdout as a file. The command gets a pipe, never the caller's file: it
+/// can neither read back what the file held nor grow it with fallocate past --disk.
+#[test]
+fn a_file_given_as_stdout_is_written_by_polysandbox_only() {
+    for m in modes() {
+        let p = m.writable_file("stdout.txt");
+        std::fs::write(&p, "SECRET-BEFORE\n").unwrap();
+        let out = std::fs::OpenOptions::new().append(true).open(&p).unwrap();
+        let mut c = m.command();
+        c.arg("run").arg("--rootfs").arg(m.rootfs()).args(["--timeout=60s", "--disk=1M", "--"]);
+        c.args(["probe", "stdout-file"]).stdout(Stdio::from(out)).stdin(Stdio::null());
+        let o = c.output().unwrap();
+        let err = stderr(&o);
+        assert!(!err.contains("SECRET-BEFORE"), "{m:?}: the command read the caller's file: {err}");
+        assert!(!err.contains("fallocate: ok"), "{m:?}: the command grew the caller's file: {err}");
+        assert!(std::fs::metadata(&p).unwrap().len() < 1 << 20, "{m:?}: {err}");
+    }
+}
+
+/// Class: the supervisor's own record. Its file is made, with room for the record, before the
+/// command starts: output that fills the filesystem it is on cannot keep the record from being
+/// written. (Before, the run failed with ENOSPC and left an empty record.)
+#[test]
+fn output_filling_the_records_filesystem_leaves_the_record_whole() {
+    if !is_root() {
+        skip("the record on a full filesystem", "mounting a small tmpfs needs root");
+        return;
+    }
+    for m in modes() {
+        let dir = m.owned_dir("small-fs");
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=1m,mode=0777", "psb-small"])
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(mounted.success());
+        let log = dir.join("out.log");
+        let stats = dir.join("usage.json");
+        std::fs::write(&log, "").unwrap();
+        std::fs::write(&stats, "").unwrap();
+        if m == Mode::User {
+            let f = fixtures();
+            for p in [&log, &stats] {
+                std::os::unix::fs::chown(p, Some(f.uid), Some(f.gid)).unwrap();
+            }
+        }
+        let out = std::fs::OpenOptions::new().write(true).open(&log).unwrap();
+        let mut c = m.command();
+        c.arg("run")
+            .arg("--rootfs")
+            .arg(m.rootfs())
+            .arg("--timeout=60s")
+            .arg(format!("--stats-json={}", stats.display()));
+        c.args(["--", "sh", "-c", "yes 0123456789abcdef | head -c 4000000"])
+            .stdout(Stdio::from(out))
+            .stdin(Stdio::null());
+        let o = c.output().unwrap();
+        let record = std::fs::read_to_string(&stats).unwrap_or_default();
+        let _ = std::process::Command::new("umount").arg(&dir).status();
+        let v: serde_json::Value = serde_json::from_str(&record)
+            .unwrap_or_else(|e| panic!("{m:?}: no whole record ({e}): {record:?}; {}", stderr(&o)));
+        assert_eq!(v["status"], "exited", "{m:?}: {v}");
+        assert_ne!(code(&o), 125, "{m:?}: {}", stderr(&o));
+    }
+}

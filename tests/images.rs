@@ -39,7 +39,7 @@ fn import_a_rootfs_tarball_then_list_and_run_it() {
         assert!(stdout(&o).starts_with("docker.io/library/busybox:test sha256:"), "{m:?}: {}", stdout(&o));
         let o = store_cmd(m, &store).args(["images", "--format", "json"]).output().unwrap();
         let list: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(list[0]["name"], "docker.io/library/busybox:test");
+        assert_eq!(list[0]["Names"][0], "docker.io/library/busybox:test");
         let o = store_cmd(m, &store)
             .args(["run", "busybox:test", "--", "sh", "-c", "echo from-image; id -u"])
             .output()
@@ -145,7 +145,7 @@ fn image_config_sets_entrypoint_cmd_env_workdir_and_user() {
         };
         let config = serde_json::json!({
             "architecture": "amd64", "os": "linux",
-            "config": {"Env": ["GREETING=hello", "PATH=/bin"], "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo $GREETING $(id -u) $(pwd)"], "WorkingDir": "/srv/app", "User": "app"},
+            "config": {"Env": ["GREETING=hello", "PATH=/bin", "PSB_CALLERS_SECRET", "=no-name"], "Entrypoint": ["/bin/sh", "-c"], "Cmd": ["echo $GREETING $(id -u) $(pwd)"], "WorkingDir": "/srv/app", "User": "app"},
             "rootfs": {"type": "layers", "diff_ids": [sha(&base), sha(&top)]}
         });
         std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
@@ -191,6 +191,22 @@ fn image_config_sets_entrypoint_cmd_env_workdir_and_user() {
             .output()
             .unwrap();
         assert_eq!(stdout(&o), "bye 0 /tmp\n", "{m:?}: {}", stderr(&o));
+        // An image's Env entry without a value is the image's own business: it never takes the
+        // caller's variable of that name (an image naming HF_TOKEN would get the caller's); only
+        // `-e NAME`, typed by the caller, passes one through.
+        let env = |extra: &[&str]| {
+            let o = store_cmd(m, &store)
+                .env("PSB_CALLERS_SECRET", "the-callers-value")
+                .args(["run", "--user", "0"])
+                .args(extra)
+                .args(["localhost/handmade:1", "env"])
+                .output()
+                .unwrap();
+            assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+            stdout(&o)
+        };
+        assert!(!env(&[]).contains("the-callers-value"), "{m:?}: the image took the caller's variable");
+        assert!(env(&["-e", "PSB_CALLERS_SECRET"]).contains("PSB_CALLERS_SECRET=the-callers-value"), "{m:?}");
     }
 }
 
@@ -275,9 +291,10 @@ fn inspect_rmi_and_prune() {
         let o = store_cmd(m, &store).args(["inspect", "a:1"]).output().unwrap();
         ok(&o, "inspect");
         let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(v["name"], "docker.io/library/a:1");
-        assert_eq!(v["manifest"]["layers"].as_array().unwrap().len(), 1);
-        assert!(v["unpack_changes"]["entries"].as_u64().unwrap() > 100, "{v}");
+        let v = &v[0];
+        assert_eq!(v["RepoTags"][0], "docker.io/library/a:1");
+        assert_eq!(v["Manifest"]["layers"].as_array().unwrap().len(), 1);
+        assert!(v["UnpackChanges"]["entries"].as_u64().unwrap() > 100, "{v}");
         let blobs = || std::fs::read_dir(store.join("oci/blobs/sha256")).unwrap().count();
         let roots = || std::fs::read_dir(store.join("rootfs")).unwrap().flatten().filter(|e| e.path().is_dir()).count();
         assert_eq!((blobs(), roots()), (3, 1), "{m:?}: config, layer, manifest; one rootfs shared by both names");
@@ -386,7 +403,8 @@ fn replicas_hold_no_commit_after_their_base() {
         return skip(test, "the replica images are in root's store (bash .ci/setup builds them as root)");
     }
     let top = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let listed = stdout(&Mode::Root.command().arg("images").output().unwrap());
+    let listed =
+        stdout(&Mode::Root.command().args(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output().unwrap());
     let git = |mirror: &Path, args: &[&str]| -> BTreeSet<String> {
         let o = Command::new("git")
             .arg("-c")
@@ -501,5 +519,178 @@ fn a_reader_that_goes_away_ends_the_listing_quietly() {
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(141), "{m:?}: {err}");
         assert!(err.is_empty(), "{m:?}: {err}");
+    }
+}
+
+/// `images` as podman lists them: REPOSITORY, TAG, IMAGE ID (the config digest), CREATED, SIZE;
+/// `-q`, `--noheading`, `--format json|TEMPLATE`; `tag` adds names; `--root` before the
+/// subcommand.
+#[test]
+fn images_are_listed_as_podman_lists_them() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let o = store_cmd(m, &store)
+            .arg("import")
+            .arg(rootfs_tarball(m))
+            .args(["--tag", "localhost/bb:1"])
+            .output()
+            .unwrap();
+        ok(&o, "import");
+        let o = m
+            .command()
+            .arg("--root")
+            .arg(&store)
+            .args(["tag", "localhost/bb:1", "localhost/bb:2", "quay.io/x/bb"])
+            .output()
+            .unwrap();
+        ok(&o, "tag");
+        let o = m
+            .command()
+            .arg("--root")
+            .arg(&store)
+            .args(["inspect", "--format", "{{.Id}}", "localhost/bb:1"])
+            .output()
+            .unwrap();
+        ok(&o, "inspect");
+        let id = stdout(&o).trim().to_string();
+        assert_eq!(id.len(), 64, "{m:?}: {id}");
+        let o = m.command().arg("--root").arg(&store).arg("images").output().unwrap();
+        ok(&o, "images");
+        let text = stdout(&o);
+        let lines: Vec<&str> = text.lines().collect();
+        let header: Vec<&str> = lines[0].split("  ").filter(|c| !c.is_empty()).map(str::trim).collect();
+        assert_eq!(header, ["REPOSITORY", "TAG", "IMAGE ID", "CREATED", "SIZE"], "{m:?}: {text}");
+        assert_eq!(lines.len(), 4, "{m:?}: a row per name: {text}");
+        let row: Vec<&str> = lines[1].split_whitespace().collect();
+        assert_eq!(&row[..3], ["localhost/bb", "1", &id[..12]], "{m:?}: {text}");
+        assert!(text.contains("quay.io/x/bb") && text.contains("latest"), "{m:?}: {text}");
+        let o = store_cmd(m, &store).args(["images", "-q"]).output().unwrap();
+        assert_eq!(stdout(&o), format!("{}\n", &id[..12]), "{m:?}: one image, one ID");
+        let o = store_cmd(m, &store)
+            .args(["images", "--noheading", "--format", "{{.Repository}}:{{.Tag}} {{.ID}}"])
+            .output()
+            .unwrap();
+        assert_eq!(
+            stdout(&o),
+            format!("localhost/bb:1 {0}\nlocalhost/bb:2 {0}\nquay.io/x/bb:latest {0}\n", &id[..12]),
+            "{m:?}"
+        );
+        let o = store_cmd(m, &store).args(["images", "--format", "json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 1, "{m:?}: {v}");
+        assert_eq!(v[0]["Id"], id.as_str());
+        assert_eq!(v[0]["Names"].as_array().unwrap().len(), 3, "{m:?}: {v}");
+        let o = store_cmd(m, &store).args(["images", "--format", "{{range .Names}}"]).output().unwrap();
+        assert_ne!(code(&o), 0);
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+}
+
+/// Short names find `localhost/` images (and a unique stored name ending in the short one);
+/// image IDs, in full or a prefix, name images to `run`, `inspect` (a JSON array), `rmi`.
+#[test]
+fn short_names_and_ids_find_local_images() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let o = store_cmd(m, &store)
+            .arg("import")
+            .arg(rootfs_tarball(m))
+            .args(["--tag", "localhost/polysandbox/bb:1"])
+            .output()
+            .unwrap();
+        ok(&o, "import");
+        for name in ["polysandbox/bb:1", "bb:1", "localhost/polysandbox/bb:1"] {
+            let o =
+                store_cmd(m, &store).args(["run", "--rm", "--pull", "never", name, "echo", "found"]).output().unwrap();
+            assert_eq!(stdout(&o), "found\n", "{m:?} {name}: {}", stderr(&o));
+        }
+        let o = store_cmd(m, &store).args(["inspect", "bb:1", "polysandbox/bb:1"]).output().unwrap();
+        ok(&o, "inspect");
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v.as_array().unwrap().len(), 2, "{m:?}: {v}");
+        let id = v[0]["Id"].as_str().unwrap().to_string();
+        assert_eq!(v[0]["RepoTags"][0], "localhost/polysandbox/bb:1");
+        assert_eq!(v[0]["Architecture"], if cfg!(target_arch = "aarch64") { "arm64" } else { "amd64" });
+        for by_id in [&id[..12], &id[..], &format!("sha256:{id}")] {
+            let o = store_cmd(m, &store).args(["run", "--pull", "never", by_id, "echo", "by-id"]).output().unwrap();
+            assert_eq!(stdout(&o), "by-id\n", "{m:?} {by_id}: {}", stderr(&o));
+            let o = store_cmd(m, &store)
+                .args(["inspect", "--format", "{{.Id}} {{json .RepoTags}}", by_id])
+                .output()
+                .unwrap();
+            assert_eq!(stdout(&o), format!("{id} [\"localhost/polysandbox/bb:1\"]\n"), "{m:?}");
+        }
+        let o = store_cmd(m, &store).args(["inspect", "nope:1"]).output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}");
+        // An ID with two names is removed with -f; by name, one name at a time.
+        ok(&store_cmd(m, &store).args(["tag", &id[..12], "localhost/other:1"]).output().unwrap(), "tag");
+        let o = store_cmd(m, &store).args(["rmi", &id[..12]]).output().unwrap();
+        assert_eq!(code(&o), 125, "{m:?}");
+        assert!(stderr(&o).contains("has 2 names"), "{m:?}: {}", stderr(&o));
+        ok(&store_cmd(m, &store).args(["rmi", "-f", &id[..12]]).output().unwrap(), "rmi -f");
+        let o = store_cmd(m, &store).args(["images", "-q"]).output().unwrap();
+        assert_eq!(stdout(&o), "", "{m:?}");
+    }
+}
+
+/// `save` writes a docker-archive or an oci-archive that `import` reads back, and the image ID
+/// (the config digest) is the same whatever the archive.
+#[test]
+fn save_round_trips_and_the_image_id_is_the_same_whatever_the_archive() {
+    for m in modes() {
+        let store = m.owned_dir("store");
+        let o = store_cmd(m, &store)
+            .arg("import")
+            .arg(rootfs_tarball(m))
+            .args(["--tag", "localhost/rt:1"])
+            .output()
+            .unwrap();
+        ok(&o, "import");
+        let id = |store: &Path, name: &str| {
+            let o = store_cmd(m, store).args(["inspect", "--format", "{{.Id}}", name]).output().unwrap();
+            ok(&o, "inspect");
+            stdout(&o).trim().to_string()
+        };
+        let want = id(&store, "localhost/rt:1");
+        let dir = m.owned_dir("archives");
+        for format in ["docker-archive", "oci-archive"] {
+            let file = dir.join(format!("rt.{format}.tar"));
+            let o =
+                store_cmd(m, &store).args(["save", "--format", format, "-o"]).arg(&file).arg("rt:1").output().unwrap();
+            ok(&o, &format!("save {format}"));
+            let fresh = m.owned_dir("fresh");
+            let o = store_cmd(m, &fresh).arg("import").arg(&file).output().unwrap();
+            ok(&o, &format!("import {format}"));
+            assert!(stdout(&o).starts_with("localhost/rt:1 "), "{m:?} {format}: {}", stdout(&o));
+            assert_eq!(id(&fresh, "localhost/rt:1"), want, "{m:?} {format}: the ID changed");
+            let o = store_cmd(m, &fresh).args(["run", "rt:1", "--", "echo", "round-trip"]).output().unwrap();
+            assert_eq!(stdout(&o), "round-trip\n", "{m:?} {format}: {}", stderr(&o));
+        }
+        // skopeo's archives of the same image: one ID too.
+        let out = m.owned_dir("skopeo");
+        let src = format!("oci:{}/oci:localhost/rt:1", store.display());
+        for dst in [
+            format!("docker-archive:{}/d.tar:localhost/rt:1", out.display()),
+            format!("oci-archive:{}/o.tar:localhost/rt:1", out.display()),
+        ] {
+            let s = Command::new("skopeo").args(["copy", "-q", &src, &dst]).output().unwrap();
+            assert!(s.status.success(), "skopeo {dst}: {}", String::from_utf8_lossy(&s.stderr));
+            if m == Mode::User && is_root() {
+                Command::new("chown")
+                    .args(["-R", &format!("{}:{}", fixtures().uid, fixtures().gid)])
+                    .arg(&out)
+                    .status()
+                    .unwrap();
+            }
+            let fresh = m.owned_dir("fresh");
+            let path = dst.split(':').nth(1).unwrap();
+            let o = store_cmd(m, &fresh).arg("import").arg(path).args(["--tag", "localhost/rt:1"]).output().unwrap();
+            ok(&o, &format!("import {dst}"));
+            assert_eq!(id(&fresh, "localhost/rt:1"), want, "{m:?} {dst}: the ID changed with the archive's format");
+        }
+        // Nothing left behind by a refused save.
+        let o = store_cmd(m, &store).args(["save", "-o"]).arg(dir.join("nope.tar")).arg("nope:1").output().unwrap();
+        assert_eq!(code(&o), 125);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2, "{m:?}: leftovers");
     }
 }

@@ -44,7 +44,9 @@ fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 
     let c = cpu(burn);
     assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{what}: burner cpu {c}: {r}");
     for other in [alloc, sleep, idle] {
-        assert!(cpu(other) < 0.15, "{what}: charged with the burner's work: {r}");
+        // The burner's work is user time; the allocator's own page faults are system time
+        // (a loaded machine stretches them past 0.15 s).
+        assert!(other["cpu_user_s"].as_f64().unwrap() < 0.15, "{what}: charged with the burner's work: {r}");
     }
     let peak = alloc["memory_peak_bytes"].as_u64().unwrap();
     let idle_peak = idle["memory_peak_bytes"].as_u64().unwrap();

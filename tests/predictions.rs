@@ -723,3 +723,82 @@ fn predictions_directories_are_read_without_hard_links_or_devices() {
     }
     assert!(bad.is_empty(), "{bad:#?}");
 }
+
+/// A record's image name is a reference and nothing else: before, an `image` of
+/// `--stats-json=/some/file` became an option of root's `polysandbox run` (the probe's record
+/// then overwrote that file, as root), and `--rootfs=/usr` ran the probe on the host's /usr.
+/// Each such record is an `error` naming the bad reference, and nothing outside `-o` changes.
+/// And what an image prints when its toolchain is probed comes back into eval capped: an image
+/// whose `python3` prints without end made eval's own memory grow to gigabytes (eval here runs
+/// with 2 GiB of address space, which the flood would exhaust).
+#[test]
+fn dataset_image_names_are_never_options_and_the_probe_is_capped() {
+    for m in modes() {
+        let root = m.owned_dir("images");
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let victim = root.join("victim.txt");
+        std::fs::write(&victim, "ORIGINAL\n").unwrap();
+        std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o666)).unwrap();
+        // An image whose python3 floods its output, in a store of the test's own.
+        let store = m.owned_dir("flood-store");
+        let tree = m.owned_dir("flood-rootfs");
+        assert!(Command::new("cp")
+            .arg("-a")
+            .arg(format!("{}/.", m.rootfs().display()))
+            .arg(&tree)
+            .status()
+            .unwrap()
+            .success());
+        std::fs::create_dir_all(tree.join("usr/bin")).unwrap();
+        std::fs::write(tree.join("usr/bin/python3"), "#!/bin/sh\nexec yes 'a line of output that never ends'\n")
+            .unwrap();
+        std::fs::set_permissions(tree.join("usr/bin/python3"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let tarball = root.join("flood.tar");
+        assert!(Command::new("tar").arg("-C").arg(&tree).arg("-cf").arg(&tarball).arg(".").status().unwrap().success());
+        std::fs::set_permissions(&tarball, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let o = m
+            .command()
+            .arg("import")
+            .arg("--root")
+            .arg(&store)
+            .arg(&tarball)
+            .args(["--tag", "localhost/test/flood:1"])
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+
+        let rec = |id: &str, image: &str| json!({"_id": id, "language": "python", "image": image, "code": "def one():\n    return 1", "test": "assert one() == 1"});
+        let bad =
+            [format!("--stats-json={}", victim.display()), "--rootfs=/usr".into(), "-q".into(), "img\nname".into()];
+        let mut recs: Vec<Value> = bad.iter().enumerate().map(|(i, b)| rec(&format!("bad{i}"), b)).collect();
+        recs.push(rec("flood", "localhost/test/flood:1"));
+        let dataset = root.join("snippets.jsonl");
+        write_jsonl(&dataset, &recs);
+        let out = m.owned_dir("eval").join("out");
+        let mut c = m.command();
+        c.arg("eval").arg(&dataset).args(["--no-calibration", "-j", "1", "--root"]).arg(&store).arg("-o").arg(&out);
+        use std::os::unix::process::CommandExt;
+        // SAFETY: setrlimit between fork and exec.
+        unsafe {
+            c.pre_exec(|| {
+                let l = libc::rlimit { rlim_cur: 2 << 30, rlim_max: 2 << 30 };
+                libc::setrlimit(libc::RLIMIT_AS, &l);
+                Ok(())
+            });
+        }
+        let run = Run { out: c.stdin(std::process::Stdio::null()).output().unwrap(), dir: out };
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "ORIGINAL\n",
+            "{m:?}: a dataset's image name wrote a host file"
+        );
+        for i in 0..bad.len() {
+            let r = run.result(&format!("bad{i}"));
+            assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+            assert!(r["reason"].as_str().unwrap_or("").contains("invalid image reference"), "{m:?}: {r}");
+        }
+        let r = run.result("flood");
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap_or("").contains("probe"), "{m:?}: {r}\n{}", stderr(&run.out));
+    }
+}

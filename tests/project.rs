@@ -87,7 +87,10 @@ fn a_projects_tests_are_each_measured_in_a_sandbox() {
                 if name.contains("burnscpu") {
                     assert!((0.26..=0.34).contains(&c), "{m:?} {lang}: {t}");
                 } else {
-                    assert!(c < 0.15, "{m:?} {lang}: charged with the burner's work: {t}");
+                    // The burner's work is user time (the allocator's page faults are system
+                    // time, stretched on a loaded machine).
+                    let user = t["usage"]["cpu_user_s"].as_f64().unwrap();
+                    assert!(user < 0.15, "{m:?} {lang}: charged with the burner's work: {t}");
                 }
                 if name.contains("allocatesmemory") {
                     assert!(t["usage"]["memory_peak_bytes"].as_u64().unwrap() >= 200 << 20, "{m:?} {lang}: {t}");

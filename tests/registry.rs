@@ -243,7 +243,7 @@ fn docker_schema2_manifests_and_zstd_layers() {
         assert_eq!(code(&p), 0, "{name}: {}", stderr(&p));
         let i = ps(m, &store, &["inspect", &image], &[]);
         let v: serde_json::Value = serde_json::from_slice(&i.stdout).unwrap();
-        assert_eq!(v["manifest"]["layers"][0]["mediaType"], media, "{name}: {v}");
+        assert_eq!(v[0]["Manifest"]["layers"][0]["mediaType"], media, "{name}: {v}");
         let r = m
             .command()
             .args(["run", "-q", "--root"])
@@ -275,7 +275,7 @@ fn multi_arch_index_selects_the_platform() {
         assert_eq!(code(&p), 0, "{platform:?}: {}", stderr(&p));
         let i = ps(m, &store, &["inspect", &image], &[]);
         let v: serde_json::Value = serde_json::from_slice(&i.stdout).unwrap();
-        assert_eq!(v["config"]["architecture"], arch, "{platform:?}");
+        assert_eq!(v[0]["Architecture"], arch, "{platform:?}");
     }
     let store = m.owned_dir("multi");
     let p = ps(m, &store, &["pull", &image, "--platform", "linux/s390x"], &[]);
@@ -578,4 +578,104 @@ fn a_read_only_shared_store_sits_under_the_users_own() {
         assert!(stderr(&r).contains("not in the store"), "{m:?}: {}", stderr(&r));
     }
     assert_eq!(listing(&shared_store), before, "nothing was written to the shared store");
+}
+
+/// `login` checks the credentials with the registry and keeps them where podman does
+/// (`$XDG_RUNTIME_DIR/containers/auth.json`, 0600, or `--authfile`); `pull` reads them there;
+/// `logout` takes them away.
+#[test]
+fn login_keeps_credentials_in_the_containers_auth_file_and_pull_uses_them() {
+    use std::os::unix::fs::MetadataExt;
+    let s = shared();
+    let (_reg, port) = htpasswd_registry(s);
+    let host = format!("127.0.0.1:{port}");
+    let image = format!("{host}/fixture/busybox:1");
+    for m in modes() {
+        let runtime = m.owned_dir("xdg-runtime");
+        let home = m.owned_dir("home");
+        let env: Vec<(&str, &str)> =
+            vec![("XDG_RUNTIME_DIR", runtime.to_str().unwrap()), ("HOME", home.to_str().unwrap())];
+        let cmd = |args: &[&str], stdin: &str| {
+            let mut c = m.command();
+            c.args(args).env_remove("REGISTRY_AUTH_FILE").env_remove("DOCKER_CONFIG");
+            for (k, v) in &env {
+                c.env(k, v);
+            }
+            let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let file = runtime.join("containers/auth.json");
+        let wrong = cmd(&["login", "-u", "tester", "--password-stdin", &host], "wrong\n");
+        assert_eq!(code(&wrong), 125, "{m:?}: {}", stderr(&wrong));
+        assert!(stderr(&wrong).contains("credentials refused"), "{m:?}: {}", stderr(&wrong));
+        assert!(!file.exists(), "{m:?}: refused credentials were kept");
+        let good = cmd(&["login", "-u", "tester", "--password-stdin", &host], "s3cret\n");
+        assert_eq!(code(&good), 0, "{m:?}: {}", stderr(&good));
+        assert!(stdout(&good).contains("Login Succeeded"), "{m:?}");
+        let md = std::fs::metadata(&file).unwrap();
+        assert_eq!(md.mode() & 0o777, 0o600, "{m:?}: the auth file is the user's alone");
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert!(v["auths"][&host]["auth"].is_string(), "{m:?}: {v}");
+        let store = m.owned_dir("login-store");
+        let p = cmd(&["pull", "--root", store.to_str().unwrap(), &image], "");
+        assert_eq!(code(&p), 0, "{m:?}: {}", stderr(&p));
+        let out = cmd(&["logout", &host], "");
+        assert_eq!(code(&out), 0, "{m:?}: {}", stderr(&out));
+        let again = cmd(&["logout", &host], "");
+        assert_eq!(code(&again), 125, "{m:?}");
+        assert!(stderr(&again).contains("not logged into"), "{m:?}: {}", stderr(&again));
+        let store = m.owned_dir("login-store");
+        let p = cmd(&["pull", "--root", store.to_str().unwrap(), &image], "");
+        assert_eq!(code(&p), 125, "{m:?}: credentials were left: {}", stderr(&p));
+        // --authfile, on login and pull alike; the usual files are not read then.
+        let chosen = m.owned_dir("authfile").join("mine.json");
+        let l = cmd(&["login", "--authfile", chosen.to_str().unwrap(), "-u", "tester", "-p", "s3cret", &host], "");
+        assert_eq!(code(&l), 0, "{m:?}: {}", stderr(&l));
+        assert!(!file.exists() || !std::fs::read_to_string(&file).unwrap().contains(&host), "{m:?}");
+        let store = m.owned_dir("login-store");
+        let p = cmd(&["pull", "--authfile", chosen.to_str().unwrap(), "--root", store.to_str().unwrap(), &image], "");
+        assert_eq!(code(&p), 0, "{m:?}: {}", stderr(&p));
+        let store = m.owned_dir("login-store");
+        let p = cmd(&["--root", store.to_str().unwrap(), "pull", &image], "");
+        assert_eq!(code(&p), 125, "{m:?}: the default file has no credentials now: {}", stderr(&p));
+    }
+}
+
+/// `run --platform` runs the image of that platform (pulled when the stored one is another's),
+/// and `run --pull newer` asks the registry, or runs the stored image when it cannot.
+#[test]
+fn run_platform_and_pull_newer() {
+    let s = shared();
+    let m = modes()[0];
+    let store = m.owned_dir("run-platform");
+    let image = format!("127.0.0.1:{}/fixture/multi:1", s.plain);
+    let run = |args: &[&str]| {
+        m.command().arg("--root").arg(&store).arg("run").args(args).stdin(Stdio::null()).output().unwrap()
+    };
+    let arch = |name: &str| {
+        let o = ps(m, &store, &["inspect", "--format", "{{.Architecture}}", name], &[]);
+        stdout(&o).trim().to_string()
+    };
+    let o = run(&["-q", "--platform", "linux/arm64", &image, "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(arch(&image), "arm64");
+    let o = run(&["-q", "--pull", "never", "--platform", "linux/amd64", &image, "--", "true"]);
+    assert_eq!(code(&o), 125);
+    assert!(stderr(&o).contains("not for linux/amd64"), "{}", stderr(&o));
+    let o = run(&["-q", "--platform", "linux/amd64", &image, "--", "true"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(arch(&image), "amd64", "the other platform's image was pulled");
+    // --pull newer through a registry that goes away: the stored image, and a note.
+    let (proxy_proc, port, _log) = proxy(s.plain, &[]);
+    let through = format!("127.0.0.1:{port}/fixture/busybox:1");
+    let o = run(&["--pull", "newer", &through, "--", "echo", "fresh"]);
+    assert_eq!(stdout(&o), "fresh\n", "{}", stderr(&o));
+    drop(proxy_proc);
+    let o = run(&["--pull", "newer", &through, "--", "echo", "stored"]);
+    assert_eq!(stdout(&o), "stored\n", "{}", stderr(&o));
+    assert!(stderr(&o).contains("--pull newer"), "{}", stderr(&o));
+    let o = run(&["--pull", "always", &through, "--", "echo", "never"]);
+    assert_eq!(code(&o), 125, "{}", stdout(&o));
 }

@@ -562,7 +562,7 @@ fn bad_input_is_one_clear_line_and_leaves_nothing() {
         (vec!["run", "--cpus", "x", "--rootfs", "/tmp", "--", "true"], "invalid CPU count"),
         (vec!["run", "-v", "/nonexistent:/x", "--rootfs", "/tmp", "--", "true"], "-v /nonexistent:/x"),
         (vec!["run", "-v", "/tmp:../../x", "--rootfs", "/tmp", "--", "true"], "must be an absolute path"),
-        (vec!["run", "--tmpfs", "/t:mode=1", "--rootfs", "/tmp", "--", "true"], "only size=N"),
+        (vec!["run", "--tmpfs", "/t:bogus", "--rootfs", "/tmp", "--", "true"], "invalid --tmpfs '/t:bogus'"),
         (vec!["run", "-w", "relative", "--rootfs", "/tmp", "--", "true"], "must be absolute"),
         (vec!["run", "--rootfs", "/", "--", "true"], "host's root"),
         (vec!["run", "--pull", "never", "busybox:latest", "true"], "is not in the store"),
@@ -1068,5 +1068,235 @@ cat /w/t/sub/f"#;
         assert_eq!(stdout(&o), "b\n", "{m:?}: {}", stderr(&o));
         assert_eq!(s["protect"]["asked"], false, "{m:?}: {s}");
         assert!(s["digests_after"][0]["sha256"].is_string(), "{m:?}: {s}");
+    }
+}
+
+/// The command starts with every signal at its default, as a fresh process: polysandbox (a Rust
+/// program) ignores SIGPIPE, and an exec keeps what is ignored; `yes | head` then spun on EPIPE
+/// until its timeout.
+#[test]
+fn the_command_starts_with_default_signal_dispositions() {
+    for m in modes() {
+        let o =
+            m.run(&["--timeout=20s"], &["sh", "-c", "grep SigIgn /proc/self/status; yes | head -c 1000000 | wc -c"]);
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        assert!(out.contains("SigIgn:\t0000000000000000"), "{m:?}: {out}");
+        assert!(out.contains("1000000"), "{m:?}: {out}");
+    }
+}
+
+/// An option `run` does not know is a usage error naming it, never taken for the image or the
+/// command; podman's names where the concept is ours are options.
+#[test]
+fn podman_options_are_options_never_the_image_or_the_command() {
+    for m in modes() {
+        let mut c = m.command();
+        let o = c.args(["run", "--no-such-option", "--rootfs"]).arg(m.rootfs()).args(["--", "true"]).output().unwrap();
+        assert_ne!(code(&o), 0, "{m:?}");
+        assert!(stderr(&o).contains("unexpected argument '--no-such-option'"), "{m:?}: {}", stderr(&o));
+        // --rm, -i, --name and --pids-limit before the command: options, the command runs.
+        let (o, rec) = m.run_stats(&["--rm", "-i", "--name", "podman-names", "--pids-limit", "64"], &sh("echo ran"));
+        assert_eq!(stdout(&o), "ran\n", "{m:?}: {}", stderr(&o));
+        assert_eq!(rec["name"], "podman-names", "{m:?}");
+        assert_eq!(rec["limits"]["pids"]["requested"], 64, "{m:?}: {rec}");
+        let o = m.run(&["--pids-limit", "-1"], &["true"]);
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        // What cannot hold here is refused, in one line.
+        for (opts, want) in [
+            (vec!["-d"], "foreground"),
+            (vec!["--cap-add", "SYS_ADMIN"], "refused"),
+            (vec!["--cap-add", "ALL"], "refused"),
+            (vec!["--security-opt", "label=level:s0"], "refused"),
+            (vec!["--security-opt", "unmask=ALL"], "refused"),
+            (vec!["--security-opt", "no-new-privileges=false"], "cannot be turned off"),
+            (vec!["--ulimit", "nofiles=1"], "unknown limit"),
+            (vec!["-v", "/tmp:/x:suid"], "refused"),
+            (vec!["-v", "/tmp:/x:ro,U"], "U hands a read-write bind"),
+            (vec!["--tmpfs", "/t:tmpcopyup"], "not supported"),
+        ] {
+            let o = m.run(&opts, &["true"]);
+            assert_ne!(code(&o), 0, "{m:?} {opts:?}");
+            assert!(stderr(&o).contains(want), "{m:?} {opts:?}: {}", stderr(&o));
+            assert_eq!(stderr(&o).trim_end().lines().count(), 1, "{m:?} {opts:?}: {}", stderr(&o));
+        }
+    }
+}
+
+/// --read-only, --entrypoint, --env-file, --ulimit, --cap-add/--cap-drop and
+/// --security-opt seccomp= as podman has them.
+#[test]
+fn read_only_entrypoint_env_file_ulimit_and_capabilities() {
+    for m in modes() {
+        let o = m.run(
+            &["--read-only"],
+            &sh("touch /new 2>&1; echo made > /tmp/t && cat /tmp/t; touch /run/r /var/tmp/v && echo scratch"),
+        );
+        assert!(stdout(&o).contains("Read-only file system"), "{m:?}: {}", stdout(&o));
+        assert!(stdout(&o).contains("made\nscratch"), "{m:?}: {} {}", stdout(&o), stderr(&o));
+        let o = m.run(&["--read-only", "--read-only-tmpfs=false"], &sh("touch /tmp/t 2>&1"));
+        assert!(stdout(&o).contains("Read-only file system"), "{m:?}: {}", stdout(&o));
+        // --entrypoint (a JSON array here) goes before the command.
+        let o = m.run(&["--entrypoint", r#"["/bin/sh", "-c"]"#], &["echo via-entrypoint"]);
+        assert_eq!(stdout(&o), "via-entrypoint\n", "{m:?}: {}", stderr(&o));
+        let env = m.writable_file("env");
+        std::fs::write(&env, "# a comment\nFROM_FILE=one two\n\nOVERRIDDEN=file\nPASSED\n").unwrap();
+        let mut c = m.command();
+        c.args(["run", "--timeout=30s", "--env-file"]).arg(&env).args(["-e", "OVERRIDDEN=flag", "--rootfs"]);
+        let o = c
+            .arg(m.rootfs())
+            .args(["--", "/bin/sh", "-c", "echo \"$FROM_FILE|$OVERRIDDEN|$PASSED\""])
+            .env("PASSED", "from-caller")
+            .output()
+            .unwrap();
+        assert_eq!(stdout(&o), "one two|flag|from-caller\n", "{m:?}: {}", stderr(&o));
+        let o = m.run(&["--ulimit", "nofile=100:200", "--ulimit", "core=0"], &sh("ulimit -Sn; ulimit -Hn; ulimit -c"));
+        assert_eq!(stdout(&o), "100\n200\n0\n", "{m:?}: {}", stderr(&o));
+        // Only CAP_KILL (bit 5) after dropping all; NET_ADMIN added to the default set.
+        let o = m.run(&["--cap-drop", "ALL", "--cap-add", "kill"], &sh("grep CapEff /proc/self/status"));
+        assert_eq!(stdout(&o), "CapEff:\t0000000000000020\n", "{m:?}: {}", stderr(&o));
+        let o = m.run(&["--cap-add", "NET_ADMIN"], &sh("grep CapBnd /proc/self/status"));
+        let mask = u64::from_str_radix(stdout(&o).trim().trim_start_matches("CapBnd:\t"), 16).unwrap_or(0);
+        assert!(mask & (1 << 12) != 0 && mask & (1 << 21) == 0, "{m:?}: {}", stdout(&o));
+        // NET_ADMIN acts in the sandbox's own network namespace: loopback can be taken down.
+        let o = m.run(&["--cap-add", "NET_ADMIN"], &sh("ip link set lo down && echo down"));
+        assert_eq!(stdout(&o), "down\n", "{m:?}: {}", stderr(&o));
+        let o = m.run(&[], &sh("ip link set lo down 2>/dev/null || echo refused"));
+        assert_eq!(stdout(&o), "refused\n", "{m:?}");
+        // seccomp=unconfined: unshare is allowed by the profile, and still nothing more than
+        // the capabilities allow.
+        let o = m.run(&["--security-opt", "seccomp=unconfined"], &sh("grep Seccomp: /proc/self/status"));
+        assert!(stdout(&o).contains("Seccomp:\t2"), "{m:?}: the hardening rules stay: {}", stdout(&o));
+    }
+}
+
+/// `--tmpfs PATH:OPTIONS` as podman takes them.
+#[test]
+fn tmpfs_options() {
+    for m in modes() {
+        let o = m.run(
+            &["--tmpfs", "/t:rw,size=1M,mode=0700,noexec,nr_inodes=100"],
+            &sh("grep ' /t ' /proc/mounts; stat -c %a /t"),
+        );
+        let out = stdout(&o);
+        assert!(
+            out.contains("noexec") && out.contains("size=1024k") && out.contains("nr_inodes=100"),
+            "{m:?}: {out} {}",
+            stderr(&o)
+        );
+        assert!(out.ends_with("700\n"), "{m:?}: {out}");
+        let o = m.run(&["--tmpfs", "/t:ro"], &sh("touch /t/x 2>&1"));
+        assert!(stdout(&o).contains("Read-only"), "{m:?}: {}", stdout(&o));
+    }
+}
+
+/// `-v SRC:DST:U`: the source is handed to the ids the sandbox writes it as, by fd: a symlink
+/// in it is changed itself, its target never; what someone else owns is left.
+#[test]
+fn volume_u_hands_the_source_to_the_sandbox_safely() {
+    use std::os::unix::fs::MetadataExt;
+    for m in modes() {
+        let dir = m.owned_dir("vol-u");
+        std::fs::create_dir(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/f"), "x").unwrap();
+        let outside = m.writable_file("outside");
+        std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+        if is_root() && m == Mode::User {
+            for p in ["sub", "sub/f"] {
+                std::os::unix::fs::chown(dir.join(p), Some(fixtures().uid), Some(fixtures().gid)).unwrap();
+            }
+            std::os::unix::fs::lchown(dir.join("link"), Some(fixtures().uid), Some(fixtures().gid)).unwrap();
+        }
+        let before = std::fs::metadata(&outside).unwrap();
+        let theirs = if m == Mode::Root {
+            let t = dir.join("theirs");
+            std::fs::create_dir(&t).unwrap();
+            std::os::unix::fs::chown(&t, Some(fixtures().uid), Some(fixtures().gid)).unwrap();
+            Some(t)
+        } else {
+            None
+        };
+        let v = format!("{}:/w:z,U", dir.display());
+        let o = m.run(&["-v", &v], &sh("echo new > /w/sub/new && stat -c %u /w /w/sub/new"));
+        assert_eq!(code(&o), 0, "{m:?}: {} {}", stdout(&o), stderr(&o));
+        assert_eq!(stdout(&o), "0\n0\n", "{m:?}: the sandbox's root owns it");
+        let want = if m == Mode::Root { root_base() } else { std::fs::metadata(m.rootfs()).unwrap().uid() };
+        for p in ["", "sub", "sub/f", "sub/new"] {
+            assert_eq!(std::fs::metadata(dir.join(p)).unwrap().uid(), want, "{m:?}: {p}");
+        }
+        assert_eq!(std::fs::symlink_metadata(dir.join("link")).unwrap().uid(), want, "{m:?}: the link itself");
+        let after = std::fs::metadata(&outside).unwrap();
+        assert_eq!((after.uid(), after.gid()), (before.uid(), before.gid()), "{m:?}: the symlink was followed");
+        if let Some(t) = theirs {
+            assert_eq!(std::fs::metadata(&t).unwrap().uid(), fixtures().uid, "another user's directory was taken");
+            assert!(stderr(&o).contains("1 entries owned by others"), "{}", stderr(&o));
+        }
+    }
+    // A host system directory is never handed over.
+    let m = modes()[0];
+    let o = m.run(&["-v", "/etc:/w:U"], &["true"]);
+    assert_eq!(code(&o), 125, "{}", stderr(&o));
+    assert!(stderr(&o).contains("system directory"), "{}", stderr(&o));
+}
+
+/// `-t`: a real pseudo-terminal inside (made in the sandbox's own devpts: the master stays with
+/// the supervisor), the caller's window size, and the caller's terminal as it was afterwards.
+#[test]
+fn tty_is_a_real_terminal_of_the_sandbox_own() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::unix::process::CommandExt;
+    for m in modes() {
+        let (mut master, mut slave) = (0, 0);
+        let ws = libc::winsize { ws_row: 33, ws_col: 101, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: openpty fills two fds; the winsize is ours.
+        let r = unsafe { libc::openpty(&mut master, &mut slave, std::ptr::null_mut(), std::ptr::null(), &ws) };
+        assert_eq!(r, 0);
+        // SAFETY: two new fds we own.
+        let (master, slave) = unsafe { (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave)) };
+        // SAFETY: a termios for the kernel to fill.
+        let mut before: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(slave.as_raw_fd(), &mut before) }, 0);
+        let mut c = m.command();
+        c.args(["run", "-it", "--timeout=30s", "--rootfs"]).arg(m.rootfs()).args([
+            "--",
+            "/bin/sh",
+            "-c",
+            "tty; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-three; ls -1 /dev/pts; ls -l /proc/[0-9]*/fd/ 2>/dev/null | grep -c ptmx; echo \"TERM=$TERM\"",
+        ]);
+        let s = slave.as_raw_fd();
+        // SAFETY: between fork and exec: a new session whose terminal is the test's pty.
+        unsafe {
+            c.pre_exec(move || {
+                libc::setsid();
+                libc::ioctl(s, libc::TIOCSCTTY, 0);
+                Ok(())
+            });
+        }
+        let mut child = c
+            .stdin(Stdio::from(slave.try_clone().unwrap()))
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave.try_clone().unwrap()))
+            .spawn()
+            .unwrap();
+        // The command holds its copies of the slave until dropped: the master reads EIO (its
+        // end) only once no slave is open.
+        drop(c);
+        let mut reader = std::fs::File::from(master.try_clone().unwrap());
+        let status = child.wait().unwrap();
+        // SAFETY: as above.
+        let mut after: libc::termios = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { libc::tcgetattr(slave.as_raw_fd(), &mut after) }, 0);
+        drop(slave);
+        let mut out = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut reader, &mut out); // EIO at the end
+        let out = String::from_utf8_lossy(&out).replace('\r', "");
+        assert!(status.success(), "{m:?}: {out}");
+        assert!(out.contains("/dev/pts/0\n33 101\nall-three\n0\nptmx\n0\nTERM=xterm"), "{m:?}: {out}");
+        assert_eq!(
+            (after.c_lflag, after.c_iflag, after.c_oflag),
+            (before.c_lflag, before.c_iflag, before.c_oflag),
+            "{m:?}: the caller's terminal was left changed"
+        );
+        drop(master);
     }
 }

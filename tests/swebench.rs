@@ -37,7 +37,7 @@ fn replicas_ready(test: &str) -> bool {
         skip(test, "the replica images are in root's store (bash .ci/setup builds them as root)");
         return false;
     }
-    let o = Mode::Root.command().arg("images").output().unwrap();
+    let o = Mode::Root.command().args(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output().unwrap();
     let listed = stdout(&o);
     let missing: Vec<String> = records()
         .iter()
@@ -410,7 +410,12 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
             eval(m, "swe-pulled-gold", &[file.to_str().unwrap(), "-p", "gold", "--root", own.to_str().unwrap()], &env);
         let v = gold.verdicts();
         assert!(v.len() == 2 && v.values().all(|x| x == "resolved"), "{m:?}: {v:?}\n{}", stderr(&gold.out));
-        let listed = stdout(&m.command().args(["images", "--root", own.to_str().unwrap()]).output().unwrap());
+        let listed = stdout(
+            &m.command()
+                .args(["images", "--format", "{{.Repository}}:{{.Tag}}", "--root", own.to_str().unwrap()])
+                .output()
+                .unwrap(),
+        );
         for r in &recs {
             assert!(listed.contains(&format!("docker.io/{}", r["image"].as_str().unwrap())), "{m:?}: {listed}");
         }

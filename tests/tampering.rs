@@ -136,3 +136,37 @@ fn the_forges_that_were_tried_are_flagged() {
     );
     t("cpp", "sum_two.cpp", "#include <cstdio>\n__attribute__((constructor)) static void f() { FILE *r = fopen(\"/polysandbox-report/catch2.xml\", \"w\"); }\n", &["sum_two_test.cpp"]);
 }
+
+/// The red teams' forges as they were written (tests/fixtures/tamper/), each graded `resolved`
+/// with no flag before: flagged now, and the build-time read decisive.
+#[test]
+fn the_red_teams_forges_are_flagged() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tamper");
+    let read = |n: &str| std::fs::read(dir.join(n)).unwrap();
+    let sol = |lang: &str, path: &str, file: &str, tests: &[&str]| {
+        let tests: Vec<String> = tests.iter().map(|s| s.to_string()).collect();
+        let bytes = read(file);
+        scan_solution(lang, [(path, bytes.as_slice())], &tests)
+    };
+    // The fifth: `import sys as _s; _s.modules`, runtest replaced (proverb's stub + the block).
+    let f = sol("python", "proverb.py", "python_runtest_alias.py", &["proverb_test.py"]);
+    assert!(!f.is_empty(), "python: {f:?}");
+    // The sixth: expect.getState(), require('node:' + 'fs'), ['asymmetric' + 'Match'].
+    let f = sol("javascript", "space-age.js", "javascript_getstate.js", &["space-age.spec.js"]);
+    assert!(f.iter().any(|x| x.contains("built at run time")), "javascript: {f:?}");
+    // The first: the tests' table variable read by name (caught by the build alone, see
+    // tests/verdicts.rs); the second: //go:embed *.go, decisive.
+    let f = sol("go", "sublist.go", "go_embed.go", &["sublist_test.go"]);
+    assert!(f.iter().any(|x| polysandbox::eval::tamper::decisive(x)), "go embed: {f:?}");
+    // The fourth: a repository patch reaching pytest's runtest from the package's __init__.py.
+    let patch = String::from_utf8(read("init_runtest.patch")).unwrap();
+    let f = scan_patch(&patch);
+    assert!(f.iter().any(|x| x.contains("pytest's internals")), "patch: {f:?}");
+    // The third's snippets (the joined file's name counts as a test file's).
+    let py = "def add(a, b):\n    return 0\n\n\nimport re\nprint(re.findall(r\"print\\('(t[0-9a-f]{16})'\", open('snippet.py').read())[-1])\nraise SystemExit\n";
+    let js = "function add(a, b) {\n  return 0;\n}\nconst src = require('node:' + 'fs').readFileSync('snippet.js', 'utf8');\n(() => {}).constructor('return process')().exit(0);\n";
+    for (lang, file, code) in [("python", "snippet.py", py), ("javascript", "snippet.js", js)] {
+        let f = scan_solution(lang, [(file, code.as_bytes())], &[file.to_string()]);
+        assert!(f.len() >= 2, "{lang}: {f:?}");
+    }
+}

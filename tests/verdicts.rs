@@ -117,3 +117,50 @@ fn a_loud_failure_stays_in_the_score() {
         }
     }
 }
+
+fn channels(kind: &str) -> String {
+    data().join("predictions/channels").join(kind).display().to_string()
+}
+
+/// A solution must build without its tests, and no test process can read the tests' sources:
+/// - `alone`: a right answer that names what only the test files declare (a Go test function,
+///   Java's test class; the first red team's Go solution read the tests' table variable) is
+///   `unresolved`, with or without `--strict`: the package is built alone first;
+/// - `peek`: a solution that answers wrong whenever it can see a test source (Go's *_test.go
+///   through os.DirFS, Java's src/test/java, Rust's tests/*.rs, C++'s *_test.cpp) is `resolved`:
+///   once the tests are built their sources are gone from the sandbox's tree;
+/// - `embed`: Go's `//go:embed *.go` (the second red team's) reads the tests at build time: no
+///   solution has a reason to, so it is `unresolved` without `--strict`.
+#[test]
+fn a_solution_neither_builds_on_nor_reads_its_tests() {
+    for m in modes() {
+        let p = polyglot();
+        let only = |want: &[&'static str]| -> Vec<&'static str> {
+            want.iter().copied().filter(|l| langs(m).contains(l)).collect()
+        };
+        let run = |kind: &str, wanted: &[&'static str]| {
+            let pred = channels(kind);
+            let mut args = vec![p.as_str(), "-j", "2", "--no-calibration", "-p", pred.as_str(), "--filter-category"];
+            let ls = only(wanted);
+            args.extend(ls.iter().copied());
+            let run = eval(m, &args);
+            assert!(matches!(code(&run.out), 0 | 1), "{m:?} {kind}: {}", stderr(&run.out));
+            (run, ls)
+        };
+        let (alone, ls) = run("alone", &["go", "java"]);
+        for l in ls {
+            let r = alone.result(&format!("{l}/sum-two"));
+            assert_eq!(r["verdict"], "unresolved", "{m:?} alone {l}: {r}");
+            assert!(r["reason"].as_str().unwrap().contains("does not build without the test files"), "{m:?} {l}: {r}");
+        }
+        let (peek, ls) = run("peek", &["go", "java", "rust", "cpp"]);
+        for l in ls {
+            let r = peek.result(&format!("{l}/sum-two"));
+            assert_eq!(r["verdict"], "resolved", "{m:?} peek {l}: a test process saw a test source: {r}");
+        }
+        let (embed, _) = run("embed", &["go"]);
+        let r = embed.result("go/sum-two");
+        assert_eq!(r["verdict"], "unresolved", "{m:?} embed: {r}");
+        assert!(r["reason"].as_str().unwrap().contains("reads files into the build"), "{m:?} embed: {r}");
+    }
+}

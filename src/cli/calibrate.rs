@@ -114,6 +114,9 @@ fn stopped(e: String) -> i32 {
     }
 }
 
+/// Runs of gold again for an instance no run resolved, before it is called "gold fails here".
+const CONFIRM_RUNS: u32 = 2;
+
 /// Calibrates the instances `base` selects: `runs` gold runs of the tests as shipped, one with
 /// every candidate control planted, and the stub's (if `stub`), each into `output/<name>/`.
 pub fn calibrate(
@@ -126,12 +129,13 @@ pub fn calibrate(
     let pass_of = |name: &str,
                    predictions: &str,
                    controls: eval::ControlMode,
-                   ids: Option<&[String]>|
+                   ids: Option<Vec<String>>|
      -> Result<Vec<InstanceResult>, String> {
         let mut o = base.clone();
         if let Some(ids) = ids {
-            o.ids = ids.to_vec();
-            (o.sample, o.shard) = (None, None);
+            o.ids = ids;
+            o.sample = None;
+            o.shard = None;
         }
         o.predictions = predictions.into();
         o.controls = controls;
@@ -151,15 +155,34 @@ pub fn calibrate(
     };
     let pass = |name: &str, predictions: &str, controls: eval::ControlMode| pass_of(name, predictions, controls, None);
     let mut gold: BTreeMap<String, Vec<(InstanceResult, String)>> = BTreeMap::new();
+    let keep =
+        |gold: &mut BTreeMap<String, Vec<(InstanceResult, String)>>, name: &str, results: Vec<InstanceResult>| {
+            for r in results {
+                let out = std::fs::read(output.join(name).join(&r.logs).join("test_output.txt"))
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                gold.entry(r.instance_id.clone()).or_default().push((r, out));
+            }
+        };
     for k in 1..=runs {
         let name = format!("gold-{k}");
-        let results = pass(&name, "gold", eval::ControlMode::Off)?;
-        for r in results {
-            let out = std::fs::read(output.join(&name).join(&r.logs).join("test_output.txt"))
-                .map(|b| String::from_utf8_lossy(&b).into_owned())
-                .unwrap_or_default();
-            gold.entry(r.instance_id.clone()).or_default().push((r, out));
+        keep(&mut gold, &name, pass(&name, "gold", eval::ControlMode::Off)?);
+    }
+    // An instance gold did not resolve is run again, twice: "gold fails here" takes it out of
+    // every score, so it must be what gold does here, not a moment's accident (a runner killed
+    // by a signal while another sandbox held a resource). See calibration::entry.
+    for k in 1..=CONFIRM_RUNS {
+        let failing: Vec<String> = gold
+            .iter()
+            .filter(|(_, rs)| !rs.iter().any(|(r, _)| r.verdict == Verdict::Resolved))
+            .filter(|(_, rs)| rs.iter().all(|(r, _)| r.verdict != Verdict::Error || !r.deterministic))
+            .map(|(id, _)| id.clone())
+            .collect();
+        if failing.is_empty() {
+            break;
         }
+        let name = format!("gold-again-{k}");
+        keep(&mut gold, &name, pass_of(&name, "gold", eval::ControlMode::Off, Some(failing))?);
     }
     // Then every candidate control planted at once: those gold fails are the pool eval draws
     // from, if the tests gold passes still pass beside them.
@@ -177,7 +200,7 @@ pub fn calibrate(
         .collect();
     let mut verify = verify;
     if !again.is_empty() {
-        for r in pass_of("gold-controls-expected", "gold", eval::ControlMode::VerifyExpected, Some(&again))? {
+        for r in pass_of("gold-controls-expected", "gold", eval::ControlMode::VerifyExpected, Some(again))? {
             verify.insert(r.instance_id.clone(), r);
         }
     }

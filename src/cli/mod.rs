@@ -21,13 +21,17 @@ mod calibrate;
 mod common;
 mod each_test;
 mod eval;
+mod format;
 mod images;
 mod import;
 mod inspect;
+mod login;
 mod prune;
 mod pull;
 mod rmi;
 mod run;
+mod save;
+mod tag;
 mod test;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +41,10 @@ use std::path::PathBuf;
 #[derive(Parser)]
 #[command(name = "polysandbox", version, about = "Rootless, resource-limited, measured sandboxes for running test suites", long_about = None)]
 struct Cli {
+    /// The image store for every subcommand (as $POLYSANDBOX_ROOT; a subcommand's own --root
+    /// wins): `polysandbox --root DIR images`.
+    #[arg(long, value_name = "DIR")]
+    root: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,7 +52,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run a command in a fresh sandbox, on a root filesystem or an image.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
     Eval(eval::EvalArgs),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
@@ -58,10 +66,18 @@ enum Command {
     Import(import::ImportArgs),
     /// List the images in the store.
     Images(images::ImagesArgs),
-    /// Show an image's manifest, config, rootfs and what unpacking changed.
+    /// Show images (by name or ID) as JSON: config, manifest, rootfs, what unpacking changed.
     Inspect(inspect::InspectArgs),
-    /// Remove image names (and their rootfs when unused).
+    /// Remove images by name or ID (their rootfs goes with their last name, when unused).
     Rmi(rmi::RmiArgs),
+    /// Give a stored image more names.
+    Tag(tag::TagArgs),
+    /// Write an image to a docker-archive or oci-archive (import reads it back).
+    Save(save::SaveArgs),
+    /// Check credentials with a registry and keep them in the containers auth file.
+    Login(login::LoginArgs),
+    /// Remove a registry's credentials from the containers auth file.
+    Logout(login::LogoutArgs),
     /// Remove blobs and rootfs no image refers to.
     Prune(prune::PruneArgs),
     /// Inside a sandbox: run a runner's tests one process each, measured (eval and `test` use it).
@@ -91,8 +107,13 @@ pub fn main() -> i32 {
             return 0;
         }
     };
+    if let Some(root) = &cli.root {
+        // Every store lookup, and eval's sandboxes (its children), take the store from here.
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
+        std::env::set_var("POLYSANDBOX_ROOT", root);
+    }
     let code = match cli.command {
-        Command::Run(args) => run::main(args),
+        Command::Run(args) => run::main(*args),
         Command::Eval(args) => eval::main(args),
         Command::Calibrate(args) => calibrate::main(args),
         Command::Test(args) => test::main(args),
@@ -101,6 +122,10 @@ pub fn main() -> i32 {
         Command::Images(args) => images::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Rmi(args) => rmi::main(args),
+        Command::Tag(args) => tag::main(args),
+        Command::Save(args) => save::main(args),
+        Command::Login(args) => login::login(args),
+        Command::Logout(args) => login::logout(args),
         Command::Prune(args) => prune::main(args),
         Command::EachTest(args) => each_test::main(args),
     };
@@ -124,8 +149,15 @@ fn stats_json_of(args: impl IntoIterator<Item = OsString>) -> Option<PathBuf> {
         })
     };
     let mut args = args.into_iter().skip(1);
-    // polysandbox has no options of its own: the subcommand comes first.
-    if args.next()? != "run" {
+    // polysandbox's own option (--root DIR) may come before the subcommand.
+    let mut first = args.next()?;
+    while first.to_string_lossy().starts_with("--root") {
+        if first == "--root" {
+            args.next()?;
+        }
+        first = args.next()?;
+    }
+    if first != "run" {
         return None;
     }
     let mut found = None;

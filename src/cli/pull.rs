@@ -35,6 +35,9 @@ pub struct PullArgs {
     /// setuid/setgid bits, device nodes or file capabilities.
     #[arg(long)]
     shared: bool,
+    /// The auth file to take credentials from (alone), as podman's --authfile.
+    #[arg(long, value_name = "FILE")]
+    authfile: Option<PathBuf>,
     /// Store directory.
     #[arg(long)]
     root: Option<PathBuf>,
@@ -44,9 +47,14 @@ pub struct PullArgs {
 }
 
 /// Pulls with the default settings (for `run IMAGE` when the image is missing).
-pub fn pull_quietly(store: &Store, reference: &str, show: bool) -> Result<(), String> {
+pub fn pull_quietly(
+    store: &Store,
+    reference: &str,
+    show: bool,
+    platform: Option<crate::image::oci::Platform>,
+) -> Result<(), String> {
     let o = Options {
-        platform: pull::native_platform(),
+        platform: platform.unwrap_or_else(pull::native_platform),
         jobs: 6,
         tls_verify: None,
         cert_dir: None,
@@ -58,6 +66,9 @@ pub fn pull_quietly(store: &Store, reference: &str, show: bool) -> Result<(), St
 }
 
 pub fn main(a: PullArgs) -> i32 {
+    if let Some(f) = a.authfile.clone() {
+        crate::image::auth::use_file(f);
+    }
     let store = match Store::open_as(&a.root.clone().unwrap_or_else(Store::default_root), a.shared) {
         Ok(s) => s,
         Err(e) => return super::error(e),

@@ -52,7 +52,8 @@ pub(crate) fn run_instance(
     // An exercise's patch is applied in a sandbox of its own (see prepare.rs).
     let prepare_sandbox = |binds: &[String], cmd: &[String]| -> Result<prepare::Ran, String> {
         let mut c = job_command(o, job, logs, "64M", "prepare-usage.json");
-        c.args(binds).arg(&job.image).arg("--").args(cmd);
+        c.args(binds);
+        super::child::image_then(&mut c, &job.image).args(cmd);
         run_sandbox(
             o,
             c,
@@ -129,7 +130,7 @@ pub(crate) fn run_instance(
     for e in &job.runner.env {
         cmd.args(["-e", &e.replace("{memory}", &job.memory.to_string())]);
     }
-    cmd.arg(&job.image).arg("--").args(&prepared.command);
+    super::child::image_then(&mut cmd, &job.image).args(&prepared.command);
     let ran = run_sandbox(o, cmd, &logs.join("test_output.txt"), None, &logs.join("usage.json"), children);
     let reports = channel.finish();
     let (output, record) = match ran {

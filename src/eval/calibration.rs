@@ -251,6 +251,21 @@ pub fn entry(
     stub: Option<&InstanceResult>,
     verify: Option<&InstanceResult>,
 ) -> Entry {
+    // A run that ended abnormally (an error, a timeout, out of memory, a signal) while another
+    // run of gold's resolved is the environment's accident of that moment (another sandbox
+    // holding a resource, a loaded host), not what gold does here: left out, so that it
+    // neither makes "gold fails here" nor turns every test flaky. A failure every run repeats
+    // stays (calibrate runs a failing instance again before deciding).
+    let abnormal = |r: &InstanceResult| {
+        matches!(r.verdict, Verdict::Error | Verdict::Timeout | Verdict::Oom) || r.signal.is_some()
+    };
+    let kept: Vec<(InstanceResult, String)>;
+    let gold = if gold.iter().any(|(r, _)| r.verdict == Verdict::Resolved) && gold.iter().any(|(r, _)| abnormal(r)) {
+        kept = gold.iter().filter(|(r, _)| !abnormal(r)).cloned().collect();
+        &kept[..]
+    } else {
+        gold
+    };
     let first = &gold[0].0;
     // Status per test per run; a test missing from a run counts as a status of its own.
     let mut names: BTreeSet<String> = BTreeSet::new();
@@ -404,6 +419,25 @@ mod tests {
             "missing dependency: H.java:1: error: package io.reactivex does not exist"
         );
         assert_eq!(e.stub, Some(Verdict::Resolved));
+    }
+
+    /// A gold run killed by the environment (a signal, an error, a timeout) while another run
+    /// resolved is left out: gold passes here and no test turns flaky. One that every run
+    /// repeats makes "gold fails here", as before.
+    #[test]
+    fn an_accident_of_one_run_is_not_gold_failing_here() {
+        use Status::*;
+        let ok = run(Verdict::Resolved, &[("a", Passed), ("b", Passed)], None);
+        let mut aborted = run(Verdict::Unresolved, &[("a", Passed), ("b", Failed)], Some("tests exited by signal 6"));
+        aborted.signal = Some(6);
+        let error = run(Verdict::Error, &[], Some("the sandbox failed"));
+        for accident in [aborted.clone(), error.clone()] {
+            let e = entry(&[(accident, String::new()), (ok.clone(), String::new())], None, None);
+            assert!(e.gold_passes, "{e:?}");
+            assert!(e.flaky.is_empty() && e.tests == ["a", "b"], "{e:?}");
+        }
+        let e = entry(&[(aborted.clone(), String::new()), (aborted, String::new())], None, None);
+        assert!(!e.gold_passes);
     }
 
     #[test]

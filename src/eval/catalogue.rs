@@ -26,7 +26,9 @@ pub struct Runner {
     /// Shell steps run in the instance's directory before the tests.
     #[serde(default)]
     pub setup: Vec<String>,
-    /// The test command; `{report}` is a directory the runner may write reports to.
+    /// The test command; `{report}` is a directory the runner may write reports to; `{alone}`,
+    /// after a step that builds the solution without its tests, stops the run as one whose
+    /// solution uses what only the tests declare (see `prepare::alone`).
     pub test: Vec<String>,
     /// For repository instances (SWE-bench style) without their own test_cmd: `{tests}` is
     /// replaced by the test files the test patch touches.

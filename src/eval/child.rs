@@ -57,15 +57,26 @@ pub(crate) fn polysandbox(o: &Options) -> Command {
     c
 }
 
+/// The image and the command after a `run` command line's options: `-- IMAGE -- CMD`, so that
+/// no image name (a dataset's string) and no word of the command is ever read as an option of
+/// `run` (an image named `--stats-json=/etc/passwd` would otherwise have root's `run` write
+/// there). Returns the command for the command's words.
+pub(crate) fn image_then<'a>(cmd: &'a mut Command, image: &str) -> &'a mut Command {
+    cmd.arg("--").arg(image).arg("--")
+}
+
 /// Checks an image is in the store and its toolchain answers: one sandbox per image.
 pub(crate) fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> Result<(), String> {
     let stats = o.output.join(".work").join("probe-usage.json");
     let _ = std::fs::remove_file(&stats);
     let out = polysandbox(o)
+        // What the image prints comes back into eval's memory: a cap, as for every run.
         .args(["--timeout", "120s", "--memory", &memory.to_string(), "--pids", &o.pids.to_string()])
+        .args(["--output-limit", "1M"])
         .arg("--stats-json")
         .arg(&stats)
         .args(runner.env.iter().flat_map(|e| ["-e".to_string(), e.replace("{memory}", &memory.to_string())]))
+        .arg("--")
         .arg(image)
         .arg("--")
         .args(&runner.probe)

@@ -96,6 +96,25 @@ pub fn plain_path(tree: &Path, rel: &str) -> Result<PathBuf, String> {
     Ok(tree.join(rel))
 }
 
+/// A runner's build of the solution without its tests failed (`{alone}` in a catalogue test
+/// command): the exit status, after the line [`ALONE_MARKER`]. Nothing of the prediction's
+/// has run by then (a compiler's build runs no code of the package), so the line is the
+/// runner's; code that prints it later only fails its own run.
+pub const ALONE_FAILED: i32 = 94;
+pub const ALONE_MARKER: &str = ">>>>> polysandbox: the solution does not build without the test files";
+
+/// What `{alone}` stands for in a catalogue test command: after the step that builds the
+/// solution alone, the marker and [`ALONE_FAILED`] when it failed.
+pub fn alone() -> String {
+    format!("|| {{ echo '{ALONE_MARKER}' >&2; exit {ALONE_FAILED}; }}")
+}
+
+/// A catalogue test command's argument with the placeholders every exercise-like run fills:
+/// `{report}`, `{name}` (shell-quoted), `{alone}`.
+pub fn expand_test_arg(a: &str, name: &str) -> String {
+    a.replace("{report}", REPORT).replace("{name}", &shell_quote(name)).replace("{alone}", &alone())
+}
+
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-:=+,".contains(c)) {
         s.to_string()

@@ -10,7 +10,7 @@
 
 use super::catalogue::{Runner, MEASURE, MEASURE_REPORT};
 use super::parsers::{self, TestResult};
-use super::prepare::{shell_quote, REPORT};
+use super::prepare::REPORT;
 use crate::sandbox::report::Report;
 use std::io::{Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
@@ -81,7 +81,7 @@ pub fn command(runner: &Runner, name: &str, setup: bool) -> Vec<String> {
         .test
         .iter()
         .filter(|a| a.as_str() != "{tests}")
-        .map(|a| a.replace("{report}", REPORT).replace("{name}", &shell_quote(name)).replace("{tests}", ""));
+        .map(|a| super::prepare::expand_test_arg(a, name).replace("{tests}", ""));
     if !setup || runner.setup.is_empty() {
         return test.collect();
     }
@@ -108,7 +108,8 @@ pub fn run(p: &Project, echo: &mut (dyn Write + Send)) -> Result<Outcome, String
     for e in &p.runner.env {
         c.args(["-e", &e.replace("{memory}", &p.memory.to_string())]);
     }
-    c.args(&p.run_args).args(["-w", &mount]).arg(&p.image).arg("--").args(command(&p.runner, &p.name, p.setup));
+    c.args(&p.run_args).args(["-w", &mount]);
+    super::child::image_then(&mut c, &p.image).args(command(&p.runner, &p.name, p.setup));
     // One pipe for both streams, as eval's log file is one file for both.
     let mut fds = [0i32; 2];
     // SAFETY: a two-int array for pipe2 to fill.

@@ -51,6 +51,18 @@ fn sample_order(id: &str) -> [u8; 32] {
     Sha256::digest(id.as_bytes()).into()
 }
 
+/// An image reference as the store and a registry take it; refused when it could be read as
+/// anything else (it starts with `-`) or does not parse.
+pub(crate) fn valid_image(image: &str) -> Result<(), String> {
+    let shown: String = image.chars().take(200).map(|c| if c.is_control() { '?' } else { c }).collect();
+    if image.starts_with('-') || image.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!("invalid image reference {shown:?} in the dataset"));
+    }
+    crate::reference::Reference::parse(image)
+        .map(|_| ())
+        .map_err(|e| format!("invalid image reference {shown:?} in the dataset: {e}"))
+}
+
 fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
     if !o.languages.is_empty() {
         all.retain(|i| o.languages.contains(&i.language));
@@ -205,7 +217,7 @@ pub fn run(
     for inst in selected {
         let pred = preds.for_instance(&inst)?;
         let Some(Plan { runner, image, timeout: default_timeout }) = formats::of(&inst).plan(&inst, &cat, o) else {
-            done.push(InstanceResult::bare(
+            fresh.push(InstanceResult::bare(
                 &inst,
                 "",
                 "",
@@ -214,6 +226,14 @@ pub fn run(
             ));
             continue;
         };
+        // An image name from a record (SWE-bench's `image`, a name made from its ids) is a
+        // reference and nothing else: never an option of the sandbox's command line.
+        if let Err(e) = valid_image(&image) {
+            let mut r = InstanceResult::bare(&inst, "", "", Verdict::Error, Some(e));
+            r.deterministic = true;
+            fresh.push(r);
+            continue;
+        }
         let runner = runner.measured(&o.per_test);
         let memory = match o.memory {
             Some(m) => m,
@@ -248,6 +268,8 @@ pub fn run(
             None => key,
         };
         let key = if o.pids != super::options::DEFAULT_PIDS { format!("{key}-pids{}", o.pids) } else { key };
+        // And --strict: a flagged prediction resolved without it is unresolved with it.
+        let key = if o.strict { format!("{key}-strict") } else { key };
         if let Some(prev) = earlier.get(&inst.id) {
             if prev.key == key && prev.verdict != Verdict::Error {
                 done.push(prev.clone());

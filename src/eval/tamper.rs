@@ -34,11 +34,15 @@ const SHADOWS_RUST: &str = "shadows the prelude or the assertion macros the test
 /// (an honest wrong answer meets a control's changed expectation only by coincidence).
 /// Evidence beside the verdict (which is `unresolved` already), not a flag of the text's.
 pub const CONTROL_PASSED: &str = "a control test reported passed";
+/// Reading files into the build: the tests are files beside the solution, so this is how a
+/// solution reads them with nothing at run time to see (Go's `//go:embed *.go`, the second
+/// red team's). No exercise solution has a file to read but its own.
+pub const READS_FILES_AT_BUILD: &str = "reads files into the build (Go //go:embed, Rust include_str!/include_bytes!/include!/#[path], C/C++ #embed/.incbin or #include of a test file, a source file or a computed name): a solution has no file to read but its own, and the tests are files beside it";
 
-/// Flags no solution has a reason for: they change what the tests' own code means, so eval
-/// grades them unresolved with or without `--strict`.
+/// Flags no solution has a reason for: they change what the tests' own code means, or read
+/// the tests into the build, so eval grades them unresolved with or without `--strict`.
 pub fn decisive(flag: &str) -> bool {
-    flag.starts_with(REDECLARES_GO) || flag.starts_with(SHADOWS_RUST)
+    flag.starts_with(REDECLARES_GO) || flag.starts_with(SHADOWS_RUST) || flag.starts_with(READS_FILES_AT_BUILD)
 }
 
 /// Text shaped like a runner's report: go test's and test2json's frames, libtest's lines,
@@ -57,14 +61,34 @@ const RULES: &[Rule] = &[
     // Python.
     Rule {
         langs: &["python"],
-        pattern: r"(?m)^\s*(import|from)\s+(_pytest|pytest|unittest|pluggy|atexit|inspect|traceback|gc|ctypes|importlib|subprocess|signal|faulthandler|builtins|runpy|multiprocessing|pty|__main__|trace|tracemalloc|code|pdb|bdb)\b|(?m)^\s*from\s+(sys|os)\s+import\b",
-        what: "imports the test framework or the interpreter's and process's internals",
+        pattern: r"(?m)^\s*(import|from)\s+(_pytest|pytest|unittest|pluggy|atexit|inspect|traceback|gc|ctypes|importlib|subprocess|signal|faulthandler|builtins|runpy|multiprocessing|pty|__main__|trace|tracemalloc|code|pdb|bdb|threading|_thread|pathlib|glob|shutil|io|fileinput|linecache|tokenize|mmap|resource|sysconfig|site|operator|types|weakref|pickle|marshal|dis|ast|codeop|zipimport|pkgutil|_io|posix|_posixsubprocess|asyncio|concurrent|select|selectors|socket|tempfile|fcntl)\b|(?m)^\s*from\s+(sys|os)\s+import\b|(?m)^\s*import\s+[\w.,\s]*\b(sys|os)\s+as\b",
+        what: "imports the test framework, the interpreter's and process's internals or the file system's, or sys/os under another name",
     },
-    Rule { langs: &["python"], pattern: r"\b(__import__|__builtins__|__loader__|__spec__|_getframe|settrace|setprofile|addaudithook|f_back|f_globals|f_locals|co_filename|__code__|__globals__|__subclasses__|__file__)\b", what: "reaches the interpreter's frames, imports or builtins" },
+    Rule { langs: &["python"], pattern: r"\b(__import__|__builtins__|__loader__|__spec__|__cached__|_getframe|_current_frames|currentframe|settrace|setprofile|addaudithook|f_back|f_globals|f_locals|f_builtins|f_code|f_lineno|tb_frame|tb_next|gi_frame|cr_frame|ag_frame|co_filename|co_consts|co_code|co_names|__code__|__globals__|__closure__|cell_contents|__traceback__|__subclasses__|__mro__|__bases__|__base__|__file__|exc_info|breakpoint)\b", what: "reaches the interpreter's frames, code objects, imports or builtins" },
+    // Names built at run time: an attribute or a module by a name no scan can read, or the
+    // namespace itself (`getattr(s, "mod" + "ules")`, `vars(m)["argv"]`, `globals()`).
+    Rule {
+        langs: &["python"],
+        pattern: r#"\b(getattr|hasattr|attrgetter)\s*\(\s*[^,()]+,\s*[^'"\s]|\b(vars|globals|locals|dir)\s*\(|__dict__|__getattribute__|\bimport_module\b"#,
+        what: "looks attributes or names up by a name built at run time, or reads a namespace whole",
+    },
+    // Ending the run from the solution: the test code never finishes (snippets), or pytest's
+    // own exit decides (exercises).
+    Rule {
+        langs: &["python"],
+        pattern: r"\b(SystemExit|KeyboardInterrupt|GeneratorExit|BaseException)\b|(^|[^.\w])(exit|quit)\s*\(",
+        what: "ends the process (exit, quit, SystemExit)",
+    },
+    // Strings naming what the rules above name, for a lookup by name.
+    Rule {
+        langs: &["python"],
+        pattern: r#"['"](sys|os|modules|argv|orig_argv|_exit|exit|_getframe|f_back|f_globals|f_locals|f_code|tb_frame|co_consts|__code__|__globals__|__builtins__|__import__|builtins|runtest|_pytest|pytest|unittest|settrace|stdout|stderr|__file__|gc|inspect|importlib|atexit|signal|kill)(\.[\w.]*)?['"]"#,
+        what: "names the interpreter's or the test framework's internals in a string (a lookup by name)",
+    },
     Rule { langs: &["python"], pattern: r"\b(exec|eval|compile|globals|setattr|delattr)\s*\(\s*[^)\s]", what: "runs code from strings, or sets attributes by name" },
     Rule {
         langs: &["python"],
-        pattern: r"\bsys\s*\.\s*(argv|orig_argv|modules|exit|settrace|setprofile|_getframe|meta_path|path_hooks|path|addaudithook|stdout|stderr|__stdout__|__stderr__|excepthook|displayhook|executable)\b|\bos\s*\.\s*(_exit|exec\w*|spawn\w*|system|popen|fork\w*|kill\w*|dup2?|write|environ|getenv|putenv|listdir|walk|scandir|chdir|remove|unlink|rename|replace|open|fdopen|getpid|pipe)\b",
+        pattern: r"\bsys\s*\.\s*(argv|orig_argv|modules|exit|settrace|setprofile|_getframe|_current_frames|meta_path|path_hooks|path|addaudithook|stdin|stdout|stderr|__stdin__|__stdout__|__stderr__|excepthook|displayhook|executable|exc_info|breakpointhook|unraisablehook|monitoring|setswitchinterval)\b|\bos\s*\.\s*(_exit|abort|exec\w*|spawn\w*|system|popen|fork\w*|kill\w*|dup2?|write|read|pread|lseek|environ|getenv|putenv|listdir|walk|fwalk|scandir|chdir|fchdir|remove|unlink|rename|replace|open|fdopen|getpid|getppid|pipe|sys|truncate|posix_spawn\w*|register_at_fork)\b",
         what: "uses argv, the interpreter's modules, exit, the process's output, processes or the file system",
     },
     Rule {
@@ -75,13 +99,33 @@ const RULES: &[Rule] = &[
     // JavaScript and TypeScript.
     Rule {
         langs: &["javascript", "typescript"],
-        pattern: r"\bprocess\s*(\.\s*(argv|exit|exitCode|on|once|addListener|prependListener|stdout|stderr|env|kill|execArgv|binding|reallyExit|mainModule|_\w+)|\[)",
+        pattern: r"\bprocess\s*(\.\s*(argv|exit|exitCode|on|once|addListener|prependListener|stdout|stderr|env|kill|execArgv|binding|reallyExit|mainModule|_\w+)|\[)|\bprocess\s*\.\s*\w+\s*\(",
         what: "uses the process: argv, exit, hooks or its output",
     },
     Rule {
         langs: &["javascript", "typescript"],
         pattern: r#"(require\s*\(|import\s*\(|from\s+)\s*['"`](node:)?(child_process|fs|fs/promises|module|vm|worker_threads|cluster|inspector|v8|path|os|process|async_hooks|perf_hooks|@jest/[\w-]+|jest[\w-]*|expect)['"`]"#,
         what: "loads the process's, the file system's or the test framework's modules",
+    },
+    // A module by a name no scan reads (`require('node:' + 'fs')`), or the module system's
+    // own handles (its cache, the main module, the loader).
+    Rule {
+        langs: &["javascript", "typescript"],
+        pattern: r#"\b(require|import)\s*\(\s*([^'"`\s)]|(['"`])[^'"`]*['"`]\s*[^\s)]|`[^`]*\$\{)|\brequire\s*\.\s*(cache|main|resolve|extensions)\b|\bmodule\s*\.\s*(constructor|parent|children|require|paths|filename|_\w+)\b|\bcreateRequire\b"#,
+        what: "loads a module by a name built at run time, or reaches the module system",
+    },
+    // The Function constructor however reached (`(() => {}).constructor('return process')`),
+    // and the callers' code (`arguments.callee`, `f.caller`: the source holds what the tests do).
+    Rule {
+        langs: &["javascript", "typescript"],
+        pattern: r"\.\s*constructor\b|\bcallee\b|\.\s*caller\b|\bFunction\s*\.\s*prototype\s*\.\s*toString\b",
+        what: "reaches the Function constructor or the calling code",
+    },
+    // The assertions the tests call, rewritten (a snippet's tests use node's assert).
+    Rule {
+        langs: &["javascript", "typescript"],
+        pattern: r"\bassert\s*\.\s*\w+\s*=[^=>]|\b(defineProperty|assign|setPrototypeOf)\s*\(\s*assert\b",
+        what: "rewrites the assertions the tests call",
     },
     Rule {
         langs: &["javascript", "typescript"],
@@ -94,12 +138,12 @@ const RULES: &[Rule] = &[
     // Go.
     Rule {
         langs: &["go"],
-        pattern: r"\bos\s*\.\s*(Args|Exit|Stdout|Stderr|Stdin|Getenv|LookupEnv|Setenv|Environ|Executable|StartProcess|NewFile|Open|OpenFile|ReadFile|ReadDir|WriteFile|Create|Remove|RemoveAll|Getwd|Chdir|Pipe|Getpid)\b|\bflag\s*\.\s*\w+|\btesting\s*\.\s*(Init|MainStart|Verbose|Short|CoverMode|Coverage|RegisterCover|Testing|M\b)|\bfunc\s+init\s*\(\s*\)",
+        pattern: r"\bos\s*\.\s*(Args|Exit|Stdout|Stderr|Stdin|Getenv|LookupEnv|Setenv|Environ|Executable|StartProcess|NewFile|Open|OpenFile|ReadFile|ReadDir|WriteFile|Create|Remove|RemoveAll|Getwd|Chdir|Pipe|Getpid|DirFS|Stat|Lstat|Readlink|Link|Symlink|Rename|Truncate|CopyFS)\b|\bflag\s*\.\s*\w+|\btesting\s*\.\s*(Init|MainStart|Verbose|Short|CoverMode|Coverage|RegisterCover|Testing|M\b)|\bfunc\s+init\s*\(\s*\)|\bfilepath\s*\.\s*(Glob|Walk|WalkDir)\b",
         what: "uses argv, the runner's flags, exit, the process's output or files, or runs code at load",
     },
     Rule {
         langs: &["go"],
-        pattern: r#""(os/exec|syscall|unsafe|runtime/debug|os/signal|io/ioutil|plugin|golang\.org/x/sys/[\w/]+|internal/[\w/]+|runtime/pprof|log)"|go:linkname|//export\b|import\s+"C"|\bruntime\s*\.\s*(Caller|Callers|CallersFrames|FuncForPC|Goexit|Stack|SetFinalizer|Breakpoint)\b"#,
+        pattern: r#""(os/exec|syscall|unsafe|runtime/debug|os/signal|io/ioutil|plugin|golang\.org/x/sys/[\w/]+|internal/[\w/]+|runtime/pprof|log|embed|debug/\w+|net|net/http|net/http/\w+|io/fs|testing/fstest|go/\w+)"|go:linkname|//export\b|import\s+"C"|\bruntime\s*\.\s*(Caller|Callers|CallersFrames|FuncForPC|Goexit|Stack|SetFinalizer|Breakpoint)\b"#,
         what: "uses processes, system calls, unsafe memory or the call stack",
     },
     Rule {
@@ -110,19 +154,19 @@ const RULES: &[Rule] = &[
     // Java.
     Rule {
         langs: &["java", "kotlin"],
-        pattern: r"addShutdownHook|Runtime\s*\.\s*getRuntime|\bSystem\s*\.\s*(exit|halt|setOut|setErr|setIn|getProperty|setProperty|getProperties|getenv|setSecurityManager|load|loadLibrary|console|lineSeparator\(\)\s*;\s*$)|ProcessBuilder|ProcessHandle|getAllStackTraces|getStackTrace|StackWalker|setDefaultUncaughtExceptionHandler|setAccessible|java\.lang\.instrument|sun\.misc|jdk\.internal|java\.lang\.invoke|ClassLoader|Class\s*\.\s*forName|java\.nio\.file|java\.io\.(File|RandomAccess|FileOutputStream|FileWriter|FileInputStream|FileReader)\b|\bnew\s+File(OutputStream|Writer|InputStream|Reader)?\s*\(|org\.junit|org\.assertj|org\.opentest4j|java\.lang\.management",
+        pattern: r"addShutdownHook|Runtime\s*\.\s*getRuntime|\bSystem\s*\.\s*(exit|halt|setOut|setErr|setIn|getProperty|setProperty|getProperties|getenv|setSecurityManager|load|loadLibrary|console|lineSeparator\(\)\s*;\s*$)|ProcessBuilder|ProcessHandle|getAllStackTraces|getStackTrace|StackWalker|setDefaultUncaughtExceptionHandler|setAccessible|java\.lang\.instrument|sun\.misc|jdk\.internal|java\.lang\.invoke|ClassLoader|Class\s*\.\s*forName|java\.nio\.file|java\.io\.(File|RandomAccess|FileOutputStream|FileWriter|FileInputStream|FileReader)\b|\bnew\s+File(OutputStream|Writer|InputStream|Reader)?\s*\(|org\.junit|org\.assertj|org\.opentest4j|java\.lang\.management|getResource\w*|getProtectionDomain|getCodeSource|ServiceLoader|javax\.(tools|script|management)|jdk\.jshell|\.\s*getDeclared(Field|Method|Constructor)s?\b|\bMethodHandles?\b",
         what: "installs exit or shutdown hooks, replaces the process's streams, runs processes, reads files or the stack, or reaches the test framework",
     },
     Rule { langs: &["java", "kotlin"], pattern: r"(?s)boolean\s+equals\s*\(\s*(final\s+)?Object\s+\w+\s*\)\s*\{\s*return\s+true\s*;\s*\}", what: "makes a value equal to anything (an equals that ignores its argument)" },
     // Rust.
     Rule {
         langs: &["rust"],
-        pattern: r"\benv\s*::\s*(args|args_os|var|var_os|vars|vars_os|current_exe|set_var|remove_var|current_dir|set_current_dir)\b|\bprocess\s*::\s*(exit|abort|Command|id)\b|\bstd\s*::\s*(os|net|backtrace)\b|\bfs\s*::\s*(read_dir|read_link|write|OpenOptions|remove_file|rename|copy|hard_link)\b|\bFile\s*::\s*(options|create|create_new)\b|\bthread\s*::\s*current\b|\btrack_caller\b|\bLocation\s*::\s*caller\b|\bpanic\s*::\s*Location\b|\bpanic\s*::\s*(set_hook|take_hook|catch_unwind|resume_unwind)\b|\bio\s*::\s*(stdout|stderr|stdin)\b|\b(print|eprint|println|eprintln)\s*!",
+        pattern: r"\benv\s*::\s*(args|args_os|var|var_os|vars|vars_os|current_exe|set_var|remove_var|current_dir|set_current_dir)\b|\bprocess\s*::\s*(exit|abort|Command|id)\b|\bstd\s*::\s*(os|net|backtrace)\b|\bfs\s*::\s*(read_dir|read_link|write|OpenOptions|remove_file|rename|copy|hard_link)\b|\bFile\s*::\s*(options|create|create_new)\b|\bthread\s*::\s*current\b|\btrack_caller\b|\bLocation\s*::\s*caller\b|\bpanic\s*::\s*Location\b|\bpanic\s*::\s*(set_hook|take_hook|catch_unwind|resume_unwind)\b|\bio\s*::\s*(stdout|stderr|stdin)\b|\b(print|eprint|println|eprintln)\s*!|\buse\s+[^;]*\b(env|process|os|panic|thread|fs|backtrace|net)\b[^;]*(\bas\b|\*)|\buse\s+(::)?std\s*::\s*(env|process|panic|os)\s*::",
         what: "uses argv, the environment, exit, processes, lists or writes files, the thread's test name or its caller's place, panic hooks or the runner's output",
     },
     Rule {
         langs: &["rust"],
-        pattern: r#"#\s*!?\s*\[\s*(ctor|dtor|no_mangle|export_name|link_section|used|global_allocator|link|linkage|unsafe\s*\()|\.init_array|\.fini_array|extern\s+"C"|\blibc\s*::|\b(asm|global_asm|include_str|include_bytes|include|file|env|option_env)\s*!|\bextern\s+crate\s+(test|libc|core)\b"#,
+        pattern: r#"#\s*!?\s*\[\s*(ctor|dtor|no_mangle|export_name|link_section|used|global_allocator|link|linkage|unsafe\s*\()|\.init_array|\.fini_array|extern\s+"C"|\blibc\s*::|\b(asm|global_asm|naked_asm|include_str|include_bytes|include|file|env|option_env)\s*!|\bextern\s+crate\s+(test|libc|core)\b"#,
         what: "runs code at load or exit, calls C, or reads files at compile time",
     },
     Rule {
@@ -130,11 +174,17 @@ const RULES: &[Rule] = &[
         pattern: r"\bfn\s+(Some|Ok|Err|None|drop|assert\w*)\b|\b(const|static)\s+(None|Some|Ok|Err)\b|\b(struct|enum|type|trait)\s+(Option|Vec|String|Box|PartialEq|Eq|PartialOrd|Ord|Debug|Clone|Some|Ok|Err|None)\b|macro_rules!\s*(assert\w*|panic|vec|matches|debug_assert\w*)\b",
         what: SHADOWS_RUST,
     },
+    Rule {
+        langs: &["rust"],
+        pattern: r"\b(include_str|include_bytes|include)\s*!|#\s*!?\s*\[\s*path\s*=|\.incbin\b",
+        what: READS_FILES_AT_BUILD,
+    },
+    Rule { langs: &["go"], pattern: r"//go:embed\b|\.incbin\b", what: READS_FILES_AT_BUILD },
     Rule { langs: &["rust"], pattern: r"(?s)\bfn\s+(eq|ne)\s*\([^)]*\)\s*->\s*bool\s*\{\s*(true|false|!false|!true)\s*\}", what: "makes a value equal to anything (an eq that ignores its operand)" },
     // C and C++.
     Rule {
         langs: &["cpp", "c"],
-        pattern: r"#\s*(define|undef)\s+(REQUIRE\w*|CHECK\w*|TEST_CASE\w*|SECTION|DYNAMIC_SECTION|SCENARIO\w*|GIVEN|AND_GIVEN|WHEN|AND_WHEN|THEN|AND_THEN|FAIL\w*|SUCCEED|INFO|UNSCOPED_INFO|WARN|CAPTURE|STATIC_REQUIRE\w*|STATIC_CHECK\w*|TEMPLATE_\w+|METHOD_AS_TEST_CASE|REGISTER_TEST_CASE|CATCH_\w+|INTERNAL_CATCH\w*|Approx|main)\b|\bCatch\s*::|catch\.hpp|catch2|catch_amalgamated",
+        pattern: r"#\s*(define|undef)\s+(REQUIRE\w*|CHECK\w*|TEST_CASE\w*|SECTION|DYNAMIC_SECTION|SCENARIO\w*|GIVEN|AND_GIVEN|WHEN|AND_WHEN|THEN|AND_THEN|FAIL\w*|SUCCEED|INFO|UNSCOPED_INFO|WARN|CAPTURE|STATIC_REQUIRE\w*|STATIC_CHECK\w*|TEMPLATE_\w+|METHOD_AS_TEST_CASE|REGISTER_TEST_CASE|CATCH_\w+|INTERNAL_CATCH\w*|Approx|main)\b|\bCatch\s*::|\bnamespace\s+Catch\b|\busing\s+namespace\s+Catch\b|catch\.hpp|catch2|catch_amalgamated",
         what: "redefines or reaches the test framework (Catch2)",
     },
     Rule {
@@ -206,6 +256,12 @@ pub fn scan_solution<'a>(
                     out.push(format!("{} ({path}:{}: {})", rule.what, line_of(m.start()), excerpt(m.as_str())));
                 }
             }
+            for (what, at, seen) in beyond_patterns(language, &text) {
+                if !met.contains(&what) {
+                    met.push(what);
+                    out.push(format!("{what} ({path}:{}: {})", line_of(at), excerpt(&seen)));
+                }
+            }
         }
         // Naming the test files, wherever (a data file that a solution reads counts too).
         if !met.contains(&"names the test files") {
@@ -214,9 +270,20 @@ pub fn scan_solution<'a>(
                     .find(|(i, _)| *i > 0 && matches!(text.as_bytes()[i - 1], b'"' | b'\'' | b'`' | b'/'))
                     .map(|(i, _)| i)
             };
+            // A test module by its name alone (`import sum_two_test`, `require('./sum-two.spec')`,
+            // `SumTwoTest`): the stems that say test or spec.
+            let stem = |n: &str| -> Option<(usize, String)> {
+                let stem = n.rsplit_once('.').map(|(s, _)| s).unwrap_or(n);
+                let lower = stem.to_ascii_lowercase();
+                if stem.len() < 5 || !(lower.contains("test") || lower.contains("spec")) {
+                    return None;
+                }
+                let re = Regex::new(&format!(r"(^|[^\w]){}($|[^\w])", regex::escape(stem))).ok()?;
+                re.find(&text).map(|m| (m.start(), stem.to_string()))
+            };
             let hit = test_names
                 .iter()
-                .filter_map(|n| quoted(n).map(|i| (i, n.to_string())))
+                .filter_map(|n| quoted(n).map(|i| (i, n.to_string())).or_else(|| stem(n)))
                 .min()
                 .or_else(|| generic.find(&text).map(|m| (m.start(), m.as_str().to_string())));
             if let Some((at, name)) = hit {
@@ -226,6 +293,219 @@ pub fn scan_solution<'a>(
         }
     }
     out
+}
+
+/// What a regular expression over the text cannot say, per language: `(what, where, what was
+/// met)`.
+fn beyond_patterns(language: &str, text: &str) -> Vec<(&'static str, usize, String)> {
+    let mut out = Vec::new();
+    match language {
+        "python" => {
+            let code = code_only(text, '#', false);
+            if let Some((at, seen)) = python_module_reach(&code) {
+                out.push(("uses sys or os beyond reading a plain attribute (an alias, an argument, a namespace, an attribute the rules do not clear)", at, seen));
+            }
+        }
+        "javascript" | "typescript" => {
+            let code = code_only(text, '/', true);
+            static PROCESS: OnceLock<Regex> = OnceLock::new();
+            if let Some(m) = once(&PROCESS, r"(^|[^.\w$])process([^\w$]|$)").find(&code) {
+                out.push(("names the process object", m.start(), text[m.range()].to_string()));
+            }
+        }
+        "go" => {
+            if let Some((at, seen)) = go_renamed_import(text) {
+                out.push(("imports os, flag, testing, runtime or reflect under another name", at, seen));
+            }
+        }
+        "cpp" | "c" => {
+            if let Some((at, seen)) = cpp_include_beyond_its_own(text) {
+                out.push((READS_FILES_AT_BUILD, at, seen));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
+/// The text with comments (from `comment`: `#` for Python, `//` and `/* */` for `/`) and
+/// string literals blanked, byte for byte (newlines kept), so positions stay. Python's
+/// f-strings and JavaScript's template literals stay as they are: code runs in them.
+fn code_only(text: &str, comment: char, c_like: bool) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if !c_like && c == b'#' && comment == '#' {
+            let end = text[i..].find('\n').map(|e| i + e).unwrap_or(b.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c_like && c == b'/' && b.get(i + 1) == Some(&b'/') {
+            let end = text[i..].find('\n').map(|e| i + e).unwrap_or(b.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c_like && c == b'/' && b.get(i + 1) == Some(&b'*') {
+            let end = text[i + 2..].find("*/").map(|e| i + 2 + e + 2).unwrap_or(b.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if c == b'\'' || c == b'"' {
+            // An f-string (Python) keeps its text: code runs in its braces.
+            let fstring = !c_like && i > 0 && matches!(b[i - 1], b'f' | b'F');
+            let triple = !c_like && b.get(i + 1) == Some(&c) && b.get(i + 2) == Some(&c);
+            let quote: &[u8] = if triple { &b[i..i + 3] } else { &b[i..i + 1] };
+            let mut j = i + quote.len();
+            while j < b.len() && !b[j..].starts_with(quote) {
+                if b[j] == b'\\' {
+                    j += 1;
+                } else if b[j] == b'\n' && !triple {
+                    break;
+                }
+                j += 1;
+            }
+            let end = (j + quote.len()).min(b.len());
+            if !fstring {
+                blank(&mut out, i + quote.len(), j.min(b.len()));
+            }
+            i = end;
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Python's `sys` and `os` may be used only as `sys.NAME`/`os.NAME` with a name that reaches
+/// nothing of the run (limits, constants, `os.path`), and imported plainly: an alias, an
+/// argument (`vars(sys)`, `f(os)`), or another attribute is a way around the rules that name
+/// them. Over code with strings and comments blanked.
+fn python_module_reach(code: &str) -> Option<(usize, String)> {
+    const SYS_OK: &[&str] = &[
+        "maxsize",
+        "setrecursionlimit",
+        "getrecursionlimit",
+        "float_info",
+        "int_info",
+        "version_info",
+        "version",
+        "maxunicode",
+        "byteorder",
+        "getsizeof",
+        "hash_info",
+        "float_repr_style",
+        "stdin",
+        "set_int_max_str_digits",
+        "get_int_max_str_digits",
+    ];
+    const OS_OK: &[&str] = &[
+        "path",
+        "linesep",
+        "sep",
+        "altsep",
+        "extsep",
+        "pathsep",
+        "curdir",
+        "pardir",
+        "devnull",
+        "cpu_count",
+        "urandom",
+    ];
+    static USE: OnceLock<Regex> = OnceLock::new();
+    static IMPORT: OnceLock<Regex> = OnceLock::new();
+    let import = once(&IMPORT, r"^\s*import\s+[\w.]+(\s*,\s*[\w.]+)*\s*(;|$)");
+    for m in once(&USE, r"(^|[^.\w])(sys|os)\b(\s*\.\s*(\w+)(\s*\.\s*(\w+))?)?").captures_iter(code) {
+        let whole = m.get(0).unwrap();
+        let name = &m[2];
+        let line_start = code[..whole.start()].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let line_end = code[whole.end()..].find('\n').map(|i| whole.end() + i).unwrap_or(code.len());
+        let line = &code[line_start..line_end];
+        let ok = match m.get(4).map(|a| a.as_str()) {
+            // `os.path.X`: not os.path's own modules (posixpath imports os and sys).
+            Some("path") if name == "os" => {
+                !m.get(6).is_some_and(|x| matches!(x.as_str(), "os" | "sys" | "genericpath" | "stat"))
+            }
+            Some(attr) => (if name == "sys" { SYS_OK } else { OS_OK }).contains(&attr),
+            None => import.is_match(line),
+        };
+        if !ok {
+            let at = m.get(2).unwrap().start();
+            return Some((at, code[at..whole.end()].to_string()));
+        }
+    }
+    // sys or os reached as another module's attribute (`collections._sys`, `os.path.sys`).
+    static ATTR: OnceLock<Regex> = OnceLock::new();
+    once(&ATTR, r"\.\s*_*(sys|os|builtins)\b").find(code).map(|m| (m.start(), m.as_str().to_string()))
+}
+
+/// A Go import of a package the rules name, under another name (`import o "os"`, a dot or
+/// blank import): `o.Args` is `os.Args`.
+fn go_renamed_import(text: &str) -> Option<(usize, String)> {
+    static BLOCK: OnceLock<Regex> = OnceLock::new();
+    static ONE: OnceLock<Regex> = OnceLock::new();
+    static SPEC: OnceLock<Regex> = OnceLock::new();
+    let spec = once(
+        &SPEC,
+        r#"(?m)^\s*([\w.]+)\s+"(os|flag|testing|runtime|runtime/\w+|reflect|unsafe|syscall|os/\w+|io/ioutil|io/fs|path/filepath|embed|debug/\w+)""#,
+    );
+    for b in once(&BLOCK, r"(?s)\bimport\s*\(([^)]*)\)").captures_iter(text) {
+        let body = b.get(1).unwrap();
+        if let Some(m) = spec.find(body.as_str()) {
+            return Some((body.start() + m.start(), m.as_str().trim().to_string()));
+        }
+    }
+    once(
+        &ONE,
+        r#"\bimport\s+([\w.]+)\s+"(os|flag|testing|runtime|runtime/\w+|reflect|unsafe|syscall|os/\w+|io/ioutil|io/fs|path/filepath|embed|debug/\w+)""#,
+    )
+    .find(text)
+    .map(|m| (m.start(), m.as_str().to_string()))
+}
+
+/// A C or C++ solution's `#include`s: a standard or library header (`<...>` naming no test,
+/// source file or parent directory) or a header of its own beside it (`"name.h"`). Anything
+/// else (a test file, a `.cpp`, `../`, a computed name, `#embed`, `.incbin`) reads a file the
+/// solution does not own into the build.
+fn cpp_include_beyond_its_own(text: &str) -> Option<(usize, String)> {
+    static INC: OnceLock<Regex> = OnceLock::new();
+    static EMBED: OnceLock<Regex> = OnceLock::new();
+    if let Some(m) = once(&EMBED, r"#\s*embed\b|__has_embed|\.incbin\b").find(text) {
+        return Some((m.start(), m.as_str().to_string()));
+    }
+    let inc = once(&INC, r#"(?m)^[ \t]*#[ \t]*(include|include_next|import)\b[ \t]*(.*)$"#);
+    for c in inc.captures_iter(text) {
+        let arg = c[2].trim();
+        let name = if let Some(r) = arg.strip_prefix('<') {
+            r.split_once('>').map(|(n, _)| n)
+        } else if let Some(r) = arg.strip_prefix('"') {
+            r.split_once('"').map(|(n, _)| n).filter(|n| !n.contains('/'))
+        } else {
+            None
+        };
+        let bad = match name {
+            None => true,
+            Some(n) => {
+                let lower = n.to_ascii_lowercase();
+                let base = lower.rsplit('/').next().unwrap_or(&lower);
+                lower.contains("..")
+                    || lower.split('/').any(|c| c == "test" || c == "tests")
+                    || base.contains("_test")
+                    || base.contains("catch")
+                    || [".c", ".cc", ".cpp", ".cxx", ".c++"].iter().any(|e| base.ends_with(e))
+            }
+        };
+        if bad {
+            let m = c.get(0).unwrap();
+            return Some((m.start(), m.as_str().trim().to_string()));
+        }
+    }
+    None
 }
 
 /// A pattern compiled once, on first use.
@@ -270,6 +550,10 @@ fn config_file(path: &str) -> Option<&'static str> {
         ".mocharc.js" | ".mocharc.json" | ".mocharc.yml" | ".mocharc.yaml" | "vitest.config.ts"
         | "vitest.config.js" | "karma.conf.js" => "the test runner's configuration",
         "build.rs" => "a build script (cargo runs it before the tests)",
+        "junit-platform.properties" => "the JUnit Platform's configuration (listeners, extensions it loads)",
+        _ if path.contains("META-INF/services/org.junit") => {
+            "a JUnit service registration (a listener or extension the launcher loads)"
+        }
         _ if lower.ends_with(".pth") => "a .pth file (Python runs its import lines at start)",
         _ if path.contains(".cargo/config") => "cargo's configuration (.cargo/config)",
         _ => return None,
@@ -314,7 +598,10 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
             out.push(s);
         }
     };
-    for (path, body) in super::patch::sections(patch) {
+    let sections = super::patch::sections(patch);
+    // pytest's own repository: its code under test is the runner.
+    let runner_repo = sections.iter().any(|(p, _)| p.split('/').any(|c| c == "_pytest"));
+    for (path, body) in sections {
         if let Some(what) = config_file(&path) {
             push(format!("changes {what}: {path}"));
         } else if mixed_config(&path) {
@@ -348,8 +635,72 @@ pub fn scan_patch(patch: &str) -> Vec<String> {
         if path.ends_with(".py") && once(&PYTEST_HOOK, r"\bdef\s+pytest_\w+\s*\(").is_match(&added) {
             push(format!("adds a pytest hook function: {path}"));
         }
+        // Code that reaches into the test runner from any file: the package under test runs
+        // when the tests import it (the fourth red team's `__init__.py` replaced pytest's
+        // `Function.runtest` through `sys.modules`). Not for the runner's own repository
+        // (pytest's code under test is the runner).
+        for (langs, re, what) in runner_reach() {
+            let ext = path.rsplit_once('.').map(|(_, e)| e).unwrap_or("");
+            if !langs.contains(&ext) || (ext == "py" && runner_repo) {
+                continue;
+            }
+            if let Some(m) = re.find(&added) {
+                push(format!("{what} ({}): {path}", excerpt(m.as_str())));
+            }
+        }
     }
     out
+}
+
+/// What reaches into a test runner from code under test, by the file's extension: its
+/// internals replaced or looked up by name, its results' process ended around them.
+fn runner_reach() -> &'static [(&'static [&'static str], Regex, &'static str)] {
+    static R: OnceLock<Vec<(&'static [&'static str], Regex, &'static str)>> = OnceLock::new();
+    R.get_or_init(|| {
+        let r = |p: &str| Regex::new(p).expect("runner reach");
+        vec![
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\b_pytest\b|['"](pytest|_pytest|unittest|pluggy|nose|py\.test)(\.[\w.]*)?['"]|\bpytest\s*\.\s*(Function|Item|Module|Class|Session|Collector|File|Package|TestReport|CallInfo|Config|Pytester|hookimpl|hookspec)\b|\b(runtest|_hookexec|from_item_and_call|pytest_runtest_\w+|pytest_report_\w+|repr_failure|pytest_collection\w*)\b"#),
+                "reaches into pytest's internals",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\b(TestCase|TestResult|TextTestResult|TextTestRunner|TestSuite|TestLoader|TestProgram|IsolatedAsyncioTestCase)\s*\.\s*\w+\s*=[^=]|\bunittest\s*(\.\s*\w+){1,2}\s*=[^=]|\bunittest\s*\.\s*(result|runner|case|suite|loader|main)\s*\.\s*_"#),
+                "replaces unittest's runner or results",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\bbuiltins\s*\.\s*\w+\s*=[^=]|__builtins__\s*(\[[^\]]*\]|\.\s*\w+)\s*=[^=]|\bsetattr\s*\(\s*(builtins|__builtins__)\b"#),
+                "replaces builtins",
+            ),
+            (
+                &["py", "pyi", "pth"][..],
+                r(r#"\batexit\s*\.\s*register\b|\bos\s*\.\s*_exit\s*\(|\bsys\s*\.\s*(settrace|setprofile|addaudithook|excepthook\s*=[^=]|exit\s*=[^=])|\bfaulthandler\b"#),
+                "ends the process or hooks the interpreter around the test results (atexit, os._exit, a trace or audit hook)",
+            ),
+            (
+                &["go"][..],
+                r(r#"\btesting\s*\.\s*(MainStart|Init|RegisterCover|InternalTest|InternalBenchmark|InternalExample|InternalFuzzTarget|Testing)\b|go:linkname\s+\w+\s+testing\.|["`]-test\.\w+|\bflag\s*\.\s*(Set|Lookup|CommandLine)\b[^\n]*test\."#),
+                "reaches into Go's testing internals or the test binary's flags",
+            ),
+            (
+                &["js", "mjs", "cjs", "ts", "mts", "cts", "jsx", "tsx"][..],
+                r(r#"\b(global|globalThis|window)\s*(\.\s*|\[\s*['"`])(test|it|describe|expect|beforeAll|beforeEach|afterAll|afterEach|jasmine|fit|xit|xtest|xdescribe)\b['"`]?\s*\]?\s*=[^=]|\bexpect\s*\.\s*(getState|setState)\b|['"`](jest-circus|jest-runner|jest-runtime|jest-jasmine2|jest-snapshot|@jest/(core|reporters|test-result|environment|expect|expect-utils|test-sequencer|transform))(/[\w/.-]*)?['"`]|\bjasmine\s*\.\s*\w+"#),
+                "reaches into jest's globals or internals",
+            ),
+            (
+                &["java", "kt", "kts", "scala", "groovy"][..],
+                r(r#"\b(TestExecutionListener|LauncherSessionListener|LauncherDiscoveryListener|PostDiscoveryFilter|RunListener|TestExecutionExceptionHandler|InvocationInterceptor)\b|org\.junit\.platform\.launcher|junit\.platform\.(listeners|extensions\.autodetection)|org\.junit\.runner\.notification"#),
+                "registers a JUnit listener or interceptor",
+            ),
+            (
+                &["rs"][..],
+                r(r#"#!\s*\[\s*(feature\s*\(\s*(test|custom_test_frameworks)|test_runner|reexport_test_harness_main)|\bextern\s+crate\s+test\b"#),
+                "replaces Rust's test harness",
+            ),
+        ]
+    })
 }
 
 #[cfg(test)]
@@ -400,6 +751,124 @@ mod tests {
         // The test files named, by this exercise's name or a test file's shape.
         assert!(!flags("python", "s.py", "open('x_test.py').read()\n").is_empty());
         assert!(!flags("go", "s.go", "package s\nvar f = \"sum_test.go\"\n").is_empty());
+    }
+
+    /// The channels a solution reads the tests or cuts the run short through, in the variants
+    /// a cheater who read the rules tries next: each flagged; reading files into the build is
+    /// decisive.
+    #[test]
+    fn the_variants_of_each_channel_are_flagged() {
+        let flagged = |lang: &str, path: &str, code: &str, tests: &[&str]| {
+            let tests: Vec<String> = tests.iter().map(|s| s.to_string()).collect();
+            scan_solution(lang, [(path, code.as_bytes())], &tests)
+        };
+        let decisive_cases = [
+            // The second red team's: the package's .go files, the planted tests among them.
+            ("go", "s.go", "package s\nimport \"embed\"\n//go:embed *.go\nvar pkg embed.FS\n"),
+            ("rust", "src/lib.rs", "const T: &str = include_str!(\"../tests/sum_two.rs\");\n"),
+            (
+                "rust",
+                "src/lib.rs",
+                "static B: &[u8] = include_bytes!(concat!(env!(\"CARGO_MANIFEST_DIR\"), \"/tests/x.rs\"));\n",
+            ),
+            ("rust", "src/lib.rs", "#[path = \"../tests/sum_two.rs\"]\nmod t;\n"),
+            ("rust", "src/lib.rs", "std::arch::global_asm!(\".incbin \\\"tests/x.rs\\\"\");\n"),
+            ("cpp", "s.cpp", "#include \"sum_two_test.cpp\"\n"),
+            ("cpp", "s.h", "#define F(x) #x\n#include F(sum_two_test.cpp)\n"),
+            ("cpp", "s.cpp", "static const char t[] = {\n#embed \"sum_two_test.cpp\"\n};\n"),
+            ("cpp", "s.cpp", "#include \"../sum_two/sum_two_test.cpp\"\n"),
+            ("cpp", "s.cpp", "#include <test/tests-main.cpp>\n"),
+            ("cpp", "s.cpp", "asm(\".incbin \\\"sum_two_test.cpp\\\"\");\n"),
+        ];
+        for (lang, path, code) in decisive_cases {
+            let f = flagged(lang, path, code, &[]);
+            assert!(f.iter().any(|x| decisive(x)), "{lang}: not decisive: {code}\n{f:?}");
+        }
+        let cases = [
+            // Python: sys and os however named, names built at run time, frames, early exits.
+            ("python", "import sys as _s\n_r = _s.modules.get('_pytest.python')\n"),
+            ("python", "import os, sys as _s\n"),
+            ("python", "import sys\n_s = sys\n_s.modules\n"),
+            ("python", "import sys\nm = vars(sys)['mod' + 'ules']\n"),
+            ("python", "import sys\nm = getattr(sys, 'mod' + 'ules')\n"),
+            ("python", "import collections\nm = collections._sys.modules\n"),
+            ("python", "import os\nm = os.path.sys.modules\n"),
+            ("python", "import sys\nf = sys.exc_info()[2].tb_frame\n"),
+            ("python", "try:\n    1 / 0\nexcept Exception as e:\n    c = e.__traceback__.tb_frame.f_code.co_consts\n"),
+            ("python", "raise SystemExit\n"),
+            ("python", "exit(0)\n"),
+            ("python", "quit()\n"),
+            ("python", "import os\nos.kill(os.getpid(), 9)\n"),
+            ("python", "import pathlib\nt = pathlib.Path('.').glob('*.py')\n"),
+            ("python", "import sum_two_test\n"),
+            ("python", "from threading import Thread\n"),
+            ("python", "g = globals()\n"),
+            // JavaScript: the third red team's, and their kin.
+            ("javascript", "const fs = require('node:' + 'fs');\n"),
+            ("javascript", "const m = 'fs'; const fs = require(m);\n"),
+            ("javascript", "const fs = require(`node:${'fs'}`);\n"),
+            ("javascript", "(() => {}).constructor('return process')().exit(0);\n"),
+            ("javascript", "const p = Object.getPrototypeOf(async () => {}).constructor;\n"),
+            ("javascript", "function f() { return arguments.callee.caller; }\n"),
+            ("javascript", "const p = process;\n"),
+            ("javascript", "const r = require.main;\n"),
+            ("javascript", "const assert = require('assert');\nassert.strictEqual = () => {};\n"),
+            ("javascript", "Object.assign(assert, { deepStrictEqual() {} });\n"),
+            ("javascript", "const t = require('./sum-two.spec');\n"),
+            // Go: renamed imports, reading a directory's files without naming one.
+            ("go", "package s\nimport (\n\to \"os\"\n)\nvar a = o.Args\n"),
+            ("go", "package s\nimport . \"os\"\nvar a = Args\n"),
+            ("go", "package s\nimport (\"io/fs\"; \"os\")\nvar b, _ = fs.ReadFile(os.DirFS(\".\"), \"x\")\n"),
+            ("go", "package s\nimport \"path/filepath\"\nvar m, _ = filepath.Glob(\"*\")\n"),
+            ("go", "package s\nimport \"debug/elf\"\nvar _ = elf.Open\n"),
+            // Java: the compiled test classes read as resources.
+            ("java", "class S { byte[] b() throws Exception { return S.class.getResourceAsStream(\"SumTwoTest.class\").readAllBytes(); } }\n"),
+            // Rust: argv under another name.
+            ("rust", "use std::env as e;\npub fn f() -> usize { e::args().count() }\n"),
+            ("rust", "use std::env::args;\npub fn f() -> usize { args().count() }\n"),
+            // C++: Catch2's internals without writing `Catch::`.
+            ("cpp", "namespace Catch { struct IResultCapture; IResultCapture& getResultCapture(); }\n"),
+        ];
+        for (lang, code) in cases {
+            let path = match lang {
+                "python" => "sum_two.py",
+                "javascript" => "sum-two.js",
+                "go" => "sum_two.go",
+                "java" => "src/main/java/SumTwo.java",
+                "rust" => "src/lib.rs",
+                _ => "sum_two.h",
+            };
+            let tests =
+                ["sum_two_test.py", "sum-two.spec.js", "sum_two_test.go", "SumTwoTest.java", "tests/sum-two.rs"];
+            assert!(!flagged(lang, path, code, &tests).is_empty(), "{lang}: not flagged: {code}");
+        }
+        // What honest solutions do stays clear.
+        let honest = [
+            ("python", "import sys\nsys.setrecursionlimit(10000)\nBIG = sys.maxsize\n"),
+            ("python", "import os\np = os.path.join('a', 'b')\n# the os and sys words in a comment\ns = 'sys os'\n"),
+            ("python", "def f(word):\n    return getattr(word, 'upper')()\n"),
+            ("javascript", "export class Zipper {\n  constructor(tree) { this.tree = tree; }\n}\n// process each row\nconst s = 'process';\n"),
+            ("javascript", "const assert = require('assert');\nlet assertion = 1;\nassert.ok(assertion === 1);\n"),
+            ("cpp", "#include \"sum_two.h\"\n#include <vector>\n#include <boost/date_time/posix_time/posix_time.hpp>\n"),
+            ("go", "package s\nimport (\n\t\"fmt\"\n\tstr \"strings\"\n)\nvar _ = fmt.Sprint(str.ToUpper(\"x\"))\n"),
+            ("rust", "use std::collections::HashMap;\nuse permutohedron::Heap as Permutations;\n"),
+        ];
+        for (lang, code) in honest {
+            let f = flagged(lang, "x", code, &[]);
+            let f = if f.is_empty() {
+                let path = match lang {
+                    "python" => "s.py",
+                    "javascript" => "s.js",
+                    "go" => "s.go",
+                    "rust" => "src/lib.rs",
+                    _ => "s.cpp",
+                };
+                flagged(lang, path, code, &[])
+            } else {
+                f
+            };
+            assert!(f.is_empty(), "{lang}: flagged: {code}\n{f:?}");
+        }
     }
 
     #[test]
@@ -464,5 +933,57 @@ mod tests {
         // A plain code change, and setup.cfg changes that leave the test run alone, are not.
         assert!(scan_patch(&p("src/pkg/mod.py", "return a + b")).is_empty());
         assert!(scan_patch(&p("setup.cfg", "version = 2")).is_empty());
+    }
+
+    /// Code under test that reaches into the runner, from any file the patch adds lines to
+    /// (the fourth red team's: the package's `__init__.py` replaced pytest's `runtest`).
+    #[test]
+    fn patches_that_reach_into_the_runner_from_any_file_are_flagged() {
+        let p = |path: &str, lines: &str| {
+            let added: String = lines.lines().map(|l| format!("+{l}\n")).collect();
+            format!("diff --git a/{path} b/{path}\n--- a/{path}\n+++ b/{path}\n@@ -1 +1,9 @@\n x\n{added}")
+        };
+        let forges = [
+            ("calc/__init__.py", "import sys as _s\n_r = _s.modules.get(\"_pytest.python\")\nif _r is not None: _r.Function.runtest = lambda self: None"),
+            ("calc/__init__.py", "import importlib\nimportlib.import_module('_pytest.runner')"),
+            ("calc/__init__.py", "import pytest\npytest.Function.runtest = lambda self: None"),
+            ("calc/util.py", "import unittest\nunittest.TestCase.run = lambda self, result=None: None"),
+            ("calc/util.py", "from unittest import TestResult\nTestResult.addFailure = TestResult.addSuccess"),
+            ("calc/util.py", "import builtins\nbuiltins.AssertionError = type('A', (Exception,), {})"),
+            ("calc/util.py", "import atexit, os\natexit.register(lambda: os._exit(0))"),
+            ("calc/util.py", "import sys\nsys.settrace(None)"),
+            ("pkg/util.go", "import \"testing\"\nvar _ = testing.MainStart"),
+            ("pkg/util.go", "func init() { os.Args = append(os.Args, \"-test.run=^TestX$\") }"),
+            ("src/index.js", "globalThis.test = (n, f) => {};"),
+            ("src/index.js", "global['it'] = () => {};"),
+            ("src/index.js", "const s = expect.getState();"),
+            ("src/index.js", "require('jest-circus/runner');"),
+            ("src/main/java/x/L.java", "class L implements org.junit.platform.launcher.TestExecutionListener {}"),
+            ("src/lib.rs", "#![feature(custom_test_frameworks)]"),
+            ("src/main/resources/META-INF/services/org.junit.platform.launcher.TestExecutionListener", "x.L"),
+            ("src/test/resources/junit-platform.properties", "junit.jupiter.extensions.autodetection.enabled=true"),
+        ];
+        for (path, lines) in forges {
+            assert!(!scan_patch(&p(path, lines)).is_empty(), "not flagged: {path}: {lines}");
+        }
+        // Honest code: tests that use pytest as tests do, a CLI that exits, pytest's own code.
+        let honest = [
+            ("tests/test_x.py", "import pytest\n\n@pytest.mark.parametrize('a', [1, 2])\ndef test_a(a):\n    with pytest.raises(ValueError):\n        f(a)"),
+            ("src/flask/cli.py", "import sys\nsys.exit(1)"),
+            ("src/x.js", "describe('x', () => { it('works', () => { expect(f()).toBe(1); }); });"),
+        ];
+        for (path, lines) in honest {
+            assert!(
+                scan_patch(&p(path, lines)).is_empty(),
+                "flagged: {path}: {lines}: {:?}",
+                scan_patch(&p(path, lines))
+            );
+        }
+        let own = format!(
+            "{}{}",
+            p("src/_pytest/python.py", "def runtest(self):\n    pass"),
+            p("testing/test_x.py", "from _pytest.pytester import Pytester")
+        );
+        assert!(scan_patch(&own).is_empty(), "{:?}", scan_patch(&own));
     }
 }

@@ -227,6 +227,8 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     const FORGED: &str = "the results are not the runner's own";
     let reason = if rec.output_limit_exceeded {
         Some("output limit reached".to_string())
+    } else if let Some(why) = not_alone(&rec, output) {
+        Some(why)
     } else if let Some(why) = &parsed.tampered {
         Some(format!("{FORGED}: {why}"))
     } else if rec.signal.is_some() {
@@ -302,6 +304,29 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     }
 }
 
+/// A run whose runner built the solution without its tests first (`{alone}`) and could not:
+/// the solution uses what only the test files declare (a Go table variable, a Java test
+/// class), so it is no solution whatever the tests say. The reason, with the build's first
+/// error line.
+fn not_alone(rec: &Report, output: &str) -> Option<String> {
+    use super::prepare::{ALONE_FAILED, ALONE_MARKER};
+    if rec.exit_code != Some(ALONE_FAILED) || rec.signal.is_some() {
+        return None;
+    }
+    let at = output.lines().position(|l| l.trim_end() == ALONE_MARKER)?;
+    let lines: Vec<&str> = output.lines().take(at).collect();
+    // The compiler's first error: go's `./x.go:3:5: undefined: y`, javac's `X.java:3: error: ...`.
+    let first = lines
+        .iter()
+        .find(|l| l.contains("error") || l.contains("undefined") || l.contains(": cannot find symbol"))
+        .or_else(|| lines.iter().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| l.trim().chars().take(200).collect::<String>());
+    Some(format!(
+        "the solution does not build without the test files (a solution must; one that uses what only the tests declare does not){}",
+        first.map(|f| format!(": {f}")).unwrap_or_default()
+    ))
+}
+
 /// `--strict`: a resolved prediction flagged for tampering is graded unresolved, with the
 /// flags as the reason.
 /// A flag no solution has a reason for (redeclaring Go's `false` or Rust's `Some`, which the
@@ -314,7 +339,7 @@ pub(crate) fn strict(o: &Options, r: &mut InstanceResult) {
     if !decisive.is_empty() {
         r.verdict = Verdict::Unresolved;
         r.reason = Some(format!(
-            "the prediction changes what the tests' own code means: {}",
+            "the prediction does what no solution has a reason to (changes what the tests' own code means, or reads files into its build): {}",
             decisive.iter().map(|f| f.as_str()).collect::<Vec<_>>().join("; ")
         ));
     } else if o.strict && !r.tampering.is_empty() {
@@ -471,6 +496,28 @@ mod tests {
         assert_eq!((r.verdict, r.reason.as_deref()), (Verdict::Timeout, Some("cpu-time limit reached")));
         assert_eq!(verdict(with(json!({"status": "oom", "oom_killed": true, "exit_code": null}))), Verdict::Oom);
         assert_eq!(verdict(with(json!({"status": "interrupted", "exit_code": null}))), Verdict::Interrupted);
+    }
+
+    /// The runner built the solution alone first and could not (`{alone}`): unresolved with the
+    /// compiler's line, whatever came before; the same marker from code that ran later, with
+    /// another exit status, changes nothing.
+    #[test]
+    fn a_solution_that_does_not_build_alone_is_unresolved() {
+        use crate::eval::prepare::{ALONE_FAILED, ALONE_MARKER};
+        let out = format!("# sublist\n./sublist.go:19:21: undefined: testCases\n{ALONE_MARKER}\n");
+        let run = |code: i32, output: String| Run {
+            parser: Parser::Gotest,
+            check: control("TestT"),
+            record: Some(record(json!({"exit_code": code}))),
+            output,
+            ..Run::default()
+        };
+        let r = grade_run(run(ALONE_FAILED, out.clone()));
+        assert_eq!(r.verdict, Verdict::Unresolved);
+        let why = r.reason.unwrap();
+        assert!(why.contains("does not build without the test files") && why.contains("undefined: testCases"), "{why}");
+        let r = grade_run(run(1, out));
+        assert!(!r.reason.unwrap_or_default().contains("does not build"));
     }
 
     #[test]

@@ -20,8 +20,98 @@ impl std::fmt::Debug for Credentials {
     }
 }
 
+/// `--authfile`: the one file searched instead of the usual ones.
+static AUTHFILE: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Uses `path` alone for credentials from now on (`--authfile`).
+pub fn use_file(path: PathBuf) {
+    let _ = AUTHFILE.set(path);
+}
+
+/// The file `login` writes and `logout` edits, as podman picks it: `--authfile`,
+/// `$REGISTRY_AUTH_FILE`, `$XDG_RUNTIME_DIR/containers/auth.json`, else
+/// `~/.config/containers/auth.json`.
+pub fn file_to_write() -> Result<PathBuf, String> {
+    if let Some(p) = AUTHFILE.get() {
+        return Ok(p.clone());
+    }
+    let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    if let Some(p) = env("REGISTRY_AUTH_FILE") {
+        return Ok(p);
+    }
+    if let Some(d) = env("XDG_RUNTIME_DIR").filter(|d| d.is_dir()) {
+        return Ok(d.join("containers/auth.json"));
+    }
+    env("HOME")
+        .map(|h| h.join(".config/containers/auth.json"))
+        .ok_or_else(|| "no auth file: set XDG_RUNTIME_DIR or HOME, or give --authfile".into())
+}
+
+/// The registry key a name is filed under: `docker.io` for Docker Hub's names, else host[:port].
+pub fn registry_key(name: &str) -> String {
+    let host = name.trim_start_matches("https://").trim_start_matches("http://");
+    let host = host.split('/').next().unwrap_or(host);
+    match host {
+        "index.docker.io" | "registry-1.docker.io" | "docker.io" => "docker.io".into(),
+        h => h.to_string(),
+    }
+}
+
+/// Writes (`Some`) or removes (`None`) the credentials for `registry` in the auth file, its
+/// other entries kept; the file is the user's alone (0600, in a 0700 directory if made here),
+/// written under a temporary name and renamed. Returns the file, and whether an entry was
+/// there before.
+pub fn store(registry: &str, creds: Option<&Credentials>) -> Result<(PathBuf, bool), String> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    let path = file_to_write()?;
+    let shown = path.display().to_string();
+    let mut v: serde_json::Value = match std::fs::read_to_string(&path) {
+        Ok(t) if !t.trim().is_empty() => serde_json::from_str(&t).map_err(|e| format!("{shown}: {e}"))?,
+        Ok(_) => serde_json::json!({}),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
+        Err(e) => return Err(format!("{shown}: {e}")),
+    };
+    if !v.is_object() {
+        return Err(format!("{shown}: not a JSON object"));
+    }
+    if !v["auths"].is_object() {
+        v["auths"] = serde_json::json!({});
+    }
+    let auths = v["auths"].as_object_mut().unwrap();
+    let keys = keys(registry);
+    let had = auths.keys().any(|k| keys.contains(k));
+    auths.retain(|k, _| !keys.contains(k));
+    if let Some(c) = creds {
+        let token = base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", c.username, c.secret));
+        auths.insert(registry.to_string(), serde_json::json!({ "auth": token }));
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let tmp = path.with_file_name(format!(".auth.json.{}", std::process::id()));
+    let r = (|| {
+        let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&tmp)?;
+        f.write_all(serde_json::to_string_pretty(&v).unwrap_or_default().as_bytes())?;
+        f.write_all(b"\n")?;
+        f.sync_data()?;
+        std::fs::rename(&tmp, &path)
+    })();
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(format!("{shown}: {e}"));
+    }
+    Ok((path, had))
+}
+
 /// The auth files, in the order they are searched.
 pub fn files() -> Vec<PathBuf> {
+    if let Some(p) = AUTHFILE.get() {
+        return vec![p.clone()];
+    }
     let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let home = env("HOME");
     let mut v = Vec::new();

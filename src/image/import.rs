@@ -433,12 +433,19 @@ fn record_changes(store: &Store, mdigest: &str, c: &Changes) -> Result<(), Strin
     store.write_atomic(&p, &serde_json::to_vec_pretty(c).map_err(|e| e.to_string())?)
 }
 
-/// The stored image named `reference`: its manifest digest, config and rootfs directory.
+/// The stored image `reference` names (a name, short or not, or an image ID: see
+/// [`Store::find`]): its manifest digest, config and rootfs directory.
 pub fn resolve(store: &Store, reference: &str) -> Result<(String, ImageConfig, PathBuf), String> {
-    let name = Reference::parse(reference)?.to_string();
-    let desc = store.lookup(&name)?.ok_or_else(|| {
-        format!("image {name} is not in the store {} (polysandbox import FILE --tag {name})", store.root.display())
-    })?;
+    let (name, desc) = match store.find(reference)? {
+        Some(hit) => hit,
+        None => {
+            let name = Reference::parse(reference)?.to_string();
+            return Err(format!(
+                "image {name} is not in the store {} (polysandbox import FILE --tag {name})",
+                store.root.display()
+            ));
+        }
+    };
     let manifest: Manifest =
         serde_json::from_slice(&store.read_blob(&desc.digest)?).map_err(|e| format!("manifest: {e}"))?;
     let config: ImageConfig =

@@ -395,6 +395,22 @@ pub struct Pulled {
     pub bytes_fetched: u64,
 }
 
+/// Checks `creds` against `registry` (host[:port]), as `login` does before it keeps them: the
+/// registry's `/v2/` with them, answering its challenge (basic, or a bearer token for them).
+pub fn check_login(registry: &str, creds: super::auth::Credentials, o: &Options) -> Result<(), String> {
+    let host = if registry == crate::reference::DEFAULT_REGISTRY { crate::reference::DOCKER_HUB_API } else { registry };
+    let insecure = o.tls_verify == Some(false) || loopback(host);
+    let ep = Endpoint { host: host.to_string(), repository: String::new(), insecure };
+    let reg = Registry::new(http_client(o, insecure, host)?, ep, Some(creds));
+    reg.ping()?;
+    let r = reg.send(|c, u| c.get(u), "", &reqwest::header::HeaderMap::new())?;
+    if r.status().is_success() {
+        Ok(())
+    } else {
+        Err(format!("{registry}: {}", r.status()))
+    }
+}
+
 /// Pulls `reference` into the store.
 pub fn pull(store: &Store, reference: &str, o: &Options) -> Result<Pulled, String> {
     let r = Reference::parse(reference)?;

@@ -334,11 +334,148 @@ impl Store {
         Ok((blobs, roots, bytes))
     }
 
+    /// The image `input` names, as podman finds one in its storage: a name as given (a short
+    /// one as `localhost/NAME`, then Docker Hub's, then any one stored name whose repository
+    /// ends in `/NAME` with the same tag), else an image ID (the config digest, `sha256:` or
+    /// not, in full or a unique prefix of at least 3 hex digits). Returns the stored name and
+    /// the manifest descriptor; None when nothing matches.
+    pub fn find(&self, input: &str) -> Result<Option<(String, Descriptor)>, String> {
+        if let Some(hit) = self.find_name(input)? {
+            return Ok(Some(hit));
+        }
+        let Some(id) = self.find_id(input)? else { return Ok(None) };
+        let index = self.index()?;
+        Ok(index.manifests.into_iter().find_map(|d| {
+            let n = d.annotations.as_ref()?.get(REF_ANNOTATION)?.clone();
+            (self.image_id(&d.digest).ok()? == id).then_some((n, d))
+        }))
+    }
+
+    /// The image ID (config digest) `input` is, in full or a unique prefix (`sha256:` or not,
+    /// at least 3 hex digits), if one in the store is.
+    pub fn find_id(&self, input: &str) -> Result<Option<String>, String> {
+        let hex = input.strip_prefix("sha256:").unwrap_or(input);
+        if hex.len() < 3 || hex.len() > 64 || !hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
+            return Ok(None);
+        }
+        let mut found: Option<String> = None;
+        for d in self.index()?.manifests {
+            let Ok(id) = self.image_id(&d.digest) else { continue };
+            if id.trim_start_matches("sha256:").starts_with(hex) {
+                match &found {
+                    Some(other) if *other != id => {
+                        return Err(format!("image ID '{input}' is ambiguous in the store: give more of it"))
+                    }
+                    _ => found = Some(id),
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The stored name `input` is, by podman's rules for names (see [`Store::find`]).
+    pub fn find_name(&self, input: &str) -> Result<Option<(String, Descriptor)>, String> {
+        let index = self.index()?;
+        let named: Vec<(String, &Descriptor)> = index
+            .manifests
+            .iter()
+            .filter_map(|d| Some((d.annotations.as_ref()?.get(REF_ANNOTATION)?.clone(), d)))
+            .collect();
+        let by_name = |n: &str| named.iter().find(|(name, _)| name == n).map(|(n, d)| (n.clone(), (*d).clone()));
+        if let Ok(candidates) = crate::reference::Reference::local_candidates(input) {
+            for c in &candidates {
+                if let Some(hit) = by_name(&c.to_string()) {
+                    return Ok(Some(hit));
+                }
+            }
+            if !crate::reference::names_registry(input) && !input.contains('@') {
+                // The tail: `python:bookworm` finds `localhost/polysandbox/python:bookworm`.
+                let r = &candidates[candidates.len() - 1];
+                let path = input.rsplit_once(':').filter(|(_, t)| !t.contains('/')).map_or(input, |(p, _)| p);
+                let tail = format!("/{path}:{}", r.tag.as_deref().unwrap_or("latest"));
+                let hits: Vec<&(String, &Descriptor)> = named.iter().filter(|(n, _)| n.ends_with(&tail)).collect();
+                match hits.as_slice() {
+                    [] => {}
+                    [(n, d)] => return Ok(Some((n.clone(), (*d).clone()))),
+                    many => {
+                        let names: Vec<&str> = many.iter().map(|(n, _)| n.as_str()).collect();
+                        return Err(format!("'{input}' is ambiguous in the store: it could be {}", names.join(", ")));
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The image ID of the manifest `manifest_digest`: its config's digest, as podman's, the
+    /// same whatever archive or registry the image came from.
+    pub fn image_id(&self, manifest_digest: &str) -> Result<String, String> {
+        let m: super::oci::Manifest = serde_json::from_slice(&self.read_blob(manifest_digest)?)
+            .map_err(|e| format!("manifest {manifest_digest}: {e}"))?;
+        Ok(m.config.digest)
+    }
+
     /// The manifest descriptor named `reference`.
     pub fn lookup(&self, reference: &str) -> Result<Option<Descriptor>, String> {
         Ok(self.index()?.manifests.into_iter().find(|d| {
             d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) == Some(reference)
         }))
+    }
+}
+
+/// One image of the store, as `images` and `inspect` show it.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// Its names (`org.opencontainers.image.ref.name`), in index order.
+    pub names: Vec<String>,
+    /// The manifest digest (the rootfs is unpacked under it).
+    pub manifest: String,
+    pub media_type: String,
+    /// The image ID: the config's digest.
+    pub id: String,
+    /// The config, as stored.
+    pub config: serde_json::Value,
+    /// Bytes unpacked (the layers' compressed sizes where unknown).
+    pub size: u64,
+}
+
+impl Store {
+    /// Every image of the store, one per manifest, with its names.
+    pub fn images(&self) -> Result<Vec<Image>, String> {
+        let mut out: Vec<Image> = Vec::new();
+        for d in self.index()?.manifests {
+            let name = d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).cloned();
+            if let Some(i) = out.iter_mut().find(|i| i.manifest == d.digest) {
+                i.names.extend(name);
+                continue;
+            }
+            let Ok(m) = self
+                .read_blob(&d.digest)
+                .and_then(|b| serde_json::from_slice::<super::oci::Manifest>(&b).map_err(|e| e.to_string()))
+            else {
+                continue;
+            };
+            let config = self
+                .read_blob(&m.config.digest)
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok())
+                .unwrap_or(serde_json::Value::Null);
+            let changes = self.root.join("rootfs").join(format!("{}.json", d.digest.trim_start_matches("sha256:")));
+            let unpacked = fs::read(changes)
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["bytes"].as_u64());
+            let size = unpacked.unwrap_or_else(|| m.layers.iter().map(|l| l.size).sum::<u64>() + m.config.size);
+            out.push(Image {
+                names: name.into_iter().collect(),
+                manifest: d.digest.clone(),
+                media_type: d.media_type.clone(),
+                id: m.config.digest.clone(),
+                config,
+                size,
+            });
+        }
+        Ok(out)
     }
 }
 

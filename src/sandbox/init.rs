@@ -98,6 +98,17 @@ fn send(sock: RawFd, r: &InitReport) {
     let _ = sys::send_msg(sock, &data, &[]);
 }
 
+/// Rootless, the kernel charges the sandbox's inotify instances and watches to the caller, the
+/// user namespace's creator, against the caller's own limit (128 instances by default): one
+/// sandbox could take them all from the caller's other processes. Our user namespace's own
+/// limits (which we may set: we hold CAP_SYS_RESOURCE in it) cap what this sandbox takes.
+/// Best effort: a /proc/sys mounted read-only leaves the caller's limits alone.
+fn cap_user_budgets() {
+    for (name, max) in [("max_inotify_instances", "32"), ("max_inotify_watches", "65536")] {
+        let _ = std::fs::write(format!("/proc/sys/user/{name}"), max);
+    }
+}
+
 /// The init's whole life. Never returns.
 pub fn main(plan: &Plan, sock: OwnedFd) -> ! {
     let sock_fd = sock.as_raw_fd();
@@ -174,6 +185,9 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
         }
     }
     super::trace::step("init: ids set");
+    if plan.rootless {
+        cap_user_budgets();
+    }
     let scratch = mounts::setup(plan.spec, &plan.rootfs, trees, &plan.bind_is_dir)?;
     super::trace::step("init: root built and pivoted");
     let layer_xattrs = user_xattrs(scratch.as_raw_fd());
@@ -206,9 +220,16 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
             let _ = (&*f).write_all(v);
         }
     };
+    // `-t`: the pseudo-terminal is made here, in the sandbox's own devpts; the supervisor gets
+    // the master, the command the slave, and the init keeps neither.
+    let tty = match plan.spec.tty {
+        Some(t) => Some(open_pty(t, plan.spec.user, sock)?),
+        None => None,
+    };
     set_oom(b"1000");
-    let spawned = spawn(&exec, plan, &late, sock);
+    let spawned = spawn(&exec, plan, &late, sock, tty.as_ref().map(|t| t.as_raw_fd()));
     set_oom(b"0");
+    drop(tty);
     let Spawned { pid: cmd, failure } = spawned?;
     // The output pipes are the command's: the supervisor sees them close when the last of the
     // command's processes is gone, not when the init is.
@@ -231,6 +252,48 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     }
     Ok(report)
 }
+
+/// Opens a pseudo-terminal in the sandbox's devpts (`/dev/pts/ptmx`, after the pivot), sets its
+/// window size, hands its slave to the command's user, sends the master to the supervisor and
+/// closes it here. Returns the slave. The slave is found from the master (TIOCGPTPEER), by no
+/// path a process of the sandbox could have swapped.
+fn open_pty(t: super::Tty, user: (u32, u32), sock: RawFd) -> Result<OwnedFd, String> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: open of a constant path; the new fd is ours.
+    let m = unsafe { libc::open(c"/dev/pts/ptmx".as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC) };
+    if m < 0 {
+        return Err(format!("-t: open /dev/pts/ptmx: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: just opened.
+    let master = unsafe { OwnedFd::from_raw_fd(m) };
+    let unlock: libc::c_int = 0;
+    // SAFETY: ioctls on the master we hold, with the arguments they take.
+    let slave = unsafe {
+        if libc::ioctl(m, libc::TIOCSPTLCK, &unlock) != 0 {
+            return Err(format!("-t: unlock the pty: {}", std::io::Error::last_os_error()));
+        }
+        libc::ioctl(m, libc::TIOCGPTPEER, libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC)
+    };
+    if slave < 0 {
+        return Err(format!("-t: open the pty's slave: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: a new fd from the kernel.
+    let slave = unsafe { OwnedFd::from_raw_fd(slave) };
+    if let Some((rows, cols)) = t.size {
+        let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+        // SAFETY: a winsize for the pty we hold.
+        unsafe { libc::ioctl(m, libc::TIOCSWINSZ, &ws) };
+    }
+    if user != (0, 0) {
+        nix::unistd::fchown(slave.as_raw_fd(), Some(user.0.into()), Some(user.1.into()))
+            .map_err(|e| format!("-t: hand the pty to uid {}: {e}", user.0))?;
+    }
+    sys::send_msg(sock, PTY_MESSAGE, &[master.as_raw_fd()]).map_err(|e| format!("-t: send the pty: {e}"))?;
+    Ok(slave)
+}
+
+/// The message carrying the pty's master up to the supervisor.
+pub(crate) const PTY_MESSAGE: &[u8] = b"pty";
 
 /// Largest file `digests` reads.
 const DIGEST_CAP: u64 = 1 << 30;
@@ -289,12 +352,13 @@ struct Spawned {
     failure: Option<StartFailure>,
 }
 
-fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<Spawned, String> {
+fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd, tty: Option<RawFd>) -> Result<Spawned, String> {
     struct Ctx<'a> {
         exec: &'a ExecPlan,
         plan: &'a Plan<'a>,
         late: &'a Late,
         sock: RawFd,
+        tty: Option<RawFd>,
         /// Written by the child (same memory: CLONE_VM) before it exits, read by us once it has.
         failure: std::cell::UnsafeCell<Option<StartFailure>>,
     }
@@ -303,11 +367,11 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd) -> Result<Spawn
         let ctx = unsafe { &*(arg as *const Ctx) };
         // SAFETY: only this child touches the slot until it has exited or exec'd.
         let slot = unsafe { &mut *ctx.failure.get() };
-        ctx.exec.run(ctx.plan, ctx.late, ctx.sock, slot)
+        ctx.exec.run(ctx.plan, ctx.late, ctx.sock, ctx.tty, slot)
     }
     const STACK: usize = 512 * 1024;
     let mut stack = vec![0u8; STACK];
-    let ctx = Ctx { exec, plan, late, sock, failure: std::cell::UnsafeCell::new(None) };
+    let ctx = Ctx { exec, plan, late, sock, tty, failure: std::cell::UnsafeCell::new(None) };
     // SAFETY: the stack is ours and outlives the child's use of it (the parent resumes only
     // after the child exec'd or exited); the stack grows down from its end, 16-byte aligned.
     let pid = unsafe {
@@ -605,8 +669,6 @@ struct ExecPlan {
 }
 
 const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-/// Docker's default capabilities, as numbers.
-const KEPT_CAPS: &[u32] = &[0, 1, 3, 4, 5, 6, 7, 8, 10, 13, 18, 27, 29, 31];
 
 impl ExecPlan {
     fn new(plan: &Plan) -> Result<ExecPlan, String> {
@@ -628,7 +690,7 @@ impl ExecPlan {
     }
 
     /// In the command's process: from init's child to the command. Never returns.
-    fn run(&self, plan: &Plan, late: &Late, sock: RawFd, failure: &mut Option<StartFailure>) -> ! {
+    fn run(&self, plan: &Plan, late: &Late, sock: RawFd, tty: Option<RawFd>, failure: &mut Option<StartFailure>) -> ! {
         // Why the command could not start goes to the init (shared memory), which reports it as
         // polysandbox's failure, not the command's: nothing is written to the command's output.
         let slot = std::cell::RefCell::new(failure);
@@ -643,8 +705,26 @@ impl ExecPlan {
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            // Every signal at its default, as a fresh process has it: an exec keeps what is
+            // ignored, and polysandbox (as any Rust program) ignores SIGPIPE, which would leave
+            // `yes | head` spinning on EPIPE. (Handled ones are reset by the exec anyway.)
+            // The raw call: glibc's refuses its own two real-time signals (32, 33), which can
+            // arrive ignored too.
+            let dfl: libc::sigaction = std::mem::zeroed();
+            for sig in 1..=64 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::syscall(libc::SYS_rt_sigaction, sig, &dfl, std::ptr::null_mut::<libc::sigaction>(), 8);
+                }
+            }
             // A new session: the caller's terminal is not ours to push input into (TIOCSTI).
             libc::setsid();
+            // `-t`: the sandbox's own pty is the session's terminal, and stdin, out and err.
+            if let Some(t) = tty {
+                libc::ioctl(t, libc::TIOCSCTTY, 0);
+                for fd in 0..3 {
+                    libc::dup2(t, fd);
+                }
+            }
             if let Some(fd) = plan.stdin {
                 libc::dup2(fd, 0);
             }
@@ -659,6 +739,13 @@ impl ExecPlan {
             // SAFETY: plain setrlimit.
             unsafe { libc::setrlimit(res, &r) }
         };
+        for r in &plan.spec.rlimits {
+            let l = libc::rlimit { rlim_cur: r.soft, rlim_max: r.hard };
+            // SAFETY: plain setrlimit.
+            if unsafe { libc::setrlimit(r.resource as _, &l) } != 0 {
+                fail(StartErrorKind::Setup, format!("--ulimit: {}", std::io::Error::last_os_error()));
+            }
+        }
         if let Some(n) = lim.nofile {
             if set(libc::RLIMIT_NOFILE, n) != 0 {
                 fail(StartErrorKind::Setup, format!("--nofile {n}: {}", std::io::Error::last_os_error()));
@@ -686,7 +773,7 @@ impl ExecPlan {
             }
         }
         let (uid, gid) = plan.spec.user;
-        if let Err(e) = drop_caps() {
+        if let Err(e) = drop_caps(plan.spec.caps) {
             fail(StartErrorKind::Setup, e);
         }
         if gid != 0 || uid != 0 {
@@ -748,21 +835,23 @@ impl ExecPlan {
     }
 }
 
-/// Keeps Docker's default capabilities (in the sandbox's user namespace) and no others.
-fn drop_caps() -> Result<(), String> {
+/// Keeps the capabilities of `mask` (Docker's default set unless `--cap-add`/`--cap-drop`
+/// changed it; in the sandbox's user namespace) and no others.
+fn drop_caps(mask: u64) -> Result<(), String> {
     let last = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()
         .and_then(|s| s.trim().parse::<u32>().ok())
         .unwrap_or(40);
     for cap in 0..=last {
-        if !KEPT_CAPS.contains(&cap) {
+        if mask & (1u64 << cap) == 0 {
             // SAFETY: prctl with integer arguments.
             if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
                 return Err(format!("drop capability {cap}: {}", std::io::Error::last_os_error()));
             }
         }
     }
-    let mask: u64 = KEPT_CAPS.iter().fold(0, |m, c| m | (1u64 << c));
+    // A capability this kernel does not have cannot be kept.
+    let mask = mask & (u64::MAX >> (63 - last.min(63)));
     #[repr(C)]
     struct Header {
         version: u32,

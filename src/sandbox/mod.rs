@@ -16,6 +16,8 @@
 //!
 //! [`run`] performs the supervisor's steps in order; `init.rs` the init's and the command's.
 
+pub mod caps;
+pub mod chown;
 mod idmap;
 mod init;
 mod monitor;
@@ -81,6 +83,34 @@ pub struct Bind {
 pub struct Tmpfs {
     pub target: String,
     pub size: Option<u64>,
+    /// Its root directory's mode (default 1777).
+    pub mode: Option<u32>,
+    pub readonly: bool,
+    pub noexec: bool,
+    /// Further tmpfs options, checked: `uid=N`, `gid=N` (ids inside the sandbox), `nr_inodes=N`.
+    pub options: Vec<String>,
+}
+
+impl Tmpfs {
+    pub fn new(target: &str) -> Tmpfs {
+        Tmpfs { target: target.into(), size: None, mode: None, readonly: false, noexec: false, options: Vec::new() }
+    }
+}
+
+/// One resource limit of the command's processes (`--ulimit`): `setrlimit(resource, soft, hard)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rlimit {
+    pub resource: i32,
+    pub soft: u64,
+    pub hard: u64,
+}
+
+/// The terminal the command gets with `-t`: a pseudo-terminal whose slave is made inside the
+/// sandbox (its own devpts) and whose master only the supervisor holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Tty {
+    /// The window size to start with (rows, columns), from the caller's terminal.
+    pub size: Option<(u16, u16)>,
 }
 
 #[derive(Debug, Clone)]
@@ -126,6 +156,14 @@ pub struct Spec {
     /// them immovable) when a process of the sandbox first asks, by SIGUSR2 to pid 1
     /// (`--protect`).
     pub protect: Vec<String>,
+    /// The capabilities the command keeps, as a mask (`caps::default_mask()`: Docker's).
+    pub caps: u64,
+    /// Resource limits of the command's processes besides `--nofile` (`--ulimit`).
+    pub rlimits: Vec<Rlimit>,
+    /// The root filesystem is read-only (`--read-only`); tmpfs, binds and /dev stay as asked.
+    pub read_only: bool,
+    /// `-t`: a pseudo-terminal for the command's stdin, stdout and stderr.
+    pub tty: Option<Tty>,
 }
 
 impl Spec {
@@ -145,6 +183,10 @@ impl Spec {
             user: (0, 0),
             digest_after: Vec::new(),
             protect: Vec::new(),
+            caps: caps::default_mask(),
+            rlimits: Vec::new(),
+            read_only: false,
+            tty: None,
         }
     }
 }
@@ -270,8 +312,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     //    when the init is cloned (`single_threaded`).
     let rootfs = validate(spec)?;
     single_threaded()?;
-    // SAFETY: geteuid cannot fail.
-    let rootless = unsafe { libc::geteuid() } != 0;
+    let rootless = !host_root();
 
     // 2. The cgroup, now only where the init is cloned straight into it (v2); otherwise
     //    (v1) it is made after the init is released, while the init builds its root.
@@ -289,14 +330,19 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
 
     // 3. Channels: a seqpacket socket to the init (fds down, reports up), output pipes.
     let (sup_sock, init_sock) = socketpair()?;
-    let (out_read, out_write) = match spec.limits.output {
-        Some(_) => {
-            let (r, w) = pipes()?;
-            (Some(r), Some(w))
-        }
-        None => (None, None),
+    // Output goes through our pipes when it is counted, and whenever our stdout or stderr is a
+    // file: a command handed the caller's file could reopen it through /proc/self/fd/1 (and
+    // read what was there before) or grow it with fallocate, past --disk and uncounted. With -t
+    // the output comes through the pty, counted and relayed there.
+    let relay = spec.limits.output.is_some() || is_a_file(1) || is_a_file(2);
+    let (out_read, out_write) = if relay && spec.tty.is_none() {
+        let (r, w) = pipes()?;
+        (Some(r), Some(w))
+    } else {
+        (None, None)
     };
-    let stdin = private_stdin()?;
+    // With -t the command's stdin is the pty; ours is read by the supervisor alone.
+    let stdin = if spec.tty.is_some() { None } else { private_stdin()? };
     let plan = Plan {
         spec,
         stdin: stdin.as_ref().map(|f| f.as_raw_fd()),
@@ -318,7 +364,15 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         flags |= libc::CLONE_NEWNET as u64;
     }
     let cg_fd = early.as_ref().and_then(|g| g.as_ref().ok()).and_then(|g| g.clone_into_fd());
-    let (pid, pidfd) = match sys::clone3(flags, cg_fd) {
+    // The sandbox's host ids (as root, a slot of its own, held until we return), and its user
+    // namespace created by them, not by root (see idmap.rs).
+    let ids = idmap::Ids::allocate(rootless)?;
+    let owner = !rootless && idmap::become_owner(ids.uid);
+    let cloned = sys::clone3(flags, cg_fd);
+    if !matches!(cloned, Ok((0, _))) && owner {
+        idmap::back_to_root();
+    }
+    let (pid, pidfd) = match cloned {
         Ok((0, _)) => {
             drop(sup_sock);
             init::main(&plan, init_sock)
@@ -335,7 +389,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let child = monitor::Child { pid, pidfd };
 
     // 6. Id maps and idmapped trees; then release the init.
-    let fds = match prepare_child(&child, spec, &rootfs, rootless) {
+    let fds = match prepare_child(&child, spec, &rootfs, &ids) {
         Ok(f) => f,
         Err(e) => {
             child.kill_and_reap();
@@ -367,6 +421,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     let hardening = seccomp::Hardening {
         no_setid: spec.binds.iter().any(|b| !b.readonly && !b.overlay),
         pin_affinity: spec.limits.cpus.is_some() && held.cpus.is_none(),
+        caps: (spec.caps != caps::default_mask()).then_some(spec.caps),
     };
     let arch = seccomp::Arch::native();
     let seccomp = match &spec.seccomp {
@@ -383,7 +438,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
             return Err(Error::new(kind, e));
         }
     };
-    let late = match late_plan(spec, seccomp, cgroup.as_deref(), cloned_into, &held, child.pid) {
+    let (late, _cpu_locks) = match late_plan(spec, seccomp, cgroup.as_deref(), cloned_into, &held, child.pid) {
         Ok(l) => l,
         Err(e) => {
             child.kill_and_reap();
@@ -414,7 +469,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .cpu_time
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, out_read, &spec.limits, cpu_check, started);
+    let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some() };
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 
@@ -470,8 +526,7 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
     if !spec.workdir.starts_with('/') {
         return Err(usage(format!("working directory '{}' must be absolute", spec.workdir)));
     }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 && spec.user != (0, 0) {
+    if !host_root() && spec.user != (0, 0) {
         return Err(usage(format!(
             "uid {} gid {} cannot exist in a rootless sandbox, which maps only uid 0 (run as root, or pass --user 0)",
             spec.user.0, spec.user.1
@@ -500,10 +555,10 @@ fn prepare_child(
     child: &monitor::Child,
     spec: &Spec,
     rootfs: &std::path::Path,
-    rootless: bool,
+    ids: &idmap::Ids,
 ) -> Result<Vec<OwnedFd>, Error> {
-    idmap::write_maps(child.pid, rootless)?;
-    if rootless {
+    idmap::write_maps(child.pid, ids)?;
+    if ids.count == 1 {
         return Ok(Vec::new());
     }
     // As root, the command runs as an unprivileged host uid range; idmapped mounts make the
@@ -522,8 +577,14 @@ fn prepare_child(
         "the rootfs in the sandbox's mount namespace",
     )?);
     fds.push(idmap::idmapped_tree(rootfs, userns.as_raw_fd())?);
+    // Read-write binds are written as slot 0's ids on disk, whichever slot this sandbox has.
+    let disk = match spec.binds.iter().any(|b| !b.readonly && !b.overlay) && ids.remapped() {
+        true => Some(idmap::disk_userns(ids)?),
+        false => None,
+    };
     for b in &spec.binds {
-        fds.push(idmap::bind_tree(&b.source, b.readonly || b.overlay, Some(userns.as_raw_fd()))?);
+        let ro = b.readonly || b.overlay;
+        fds.push(idmap::bind_tree(&b.source, ro, Some(userns.as_raw_fd()), disk.as_ref().map(|d| d.as_raw_fd()))?);
     }
     Ok(fds)
 }
@@ -538,11 +599,18 @@ fn late_plan(
     cloned_into: bool,
     held: &cgroups::Limits,
     pid: i32,
-) -> Result<Late, Error> {
+) -> Result<(Late, Vec<std::fs::File>), Error> {
+    let (cpu_affinity, cpu_locks) = match spec.limits.cpus.filter(|_| held.cpus.is_none()) {
+        Some(c) => {
+            let (cpus, locks) = affinity_for(c);
+            (Some(cpus), locks)
+        }
+        None => (None, Vec::new()),
+    };
     let fallbacks = Fallbacks {
         memory_watchdog: spec.limits.memory.filter(|_| held.memory.is_none()),
         pids_rlimit: spec.limits.pids.filter(|_| held.pids.is_none()),
-        cpu_affinity: spec.limits.cpus.filter(|_| held.cpus.is_none()).map(affinity_for),
+        cpu_affinity,
         cpu_time_watchdog: spec.limits.cpu_time.filter(|_| !held.cpu_accounting).map(|d| d.as_secs_f64()),
     };
     let mut late = Late { seccomp, fallbacks, ..Default::default() };
@@ -557,7 +625,7 @@ fn late_plan(
             None => {}
         }
     }
-    Ok(late)
+    Ok((late, cpu_locks))
 }
 
 /// The init is cloned from this process without an exec, which is safe only while the process
@@ -644,6 +712,18 @@ fn socketpair() -> Result<(OwnedFd, OwnedFd), Error> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
+/// Whether we are the host's root: uid 0 in the initial user namespace. Root of another user
+/// namespace (a rootless container, `unshare -r`) cannot map the sandbox's id range and runs
+/// sandboxes as an unprivileged user does.
+pub fn host_root() -> bool {
+    // The initial user namespace's inode number is fixed (PROC_USER_INIT_INO).
+    const INIT_USERNS: u64 = 0xEFFF_FFFD;
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let uid0 = unsafe { libc::geteuid() == 0 };
+    uid0 && std::fs::metadata("/proc/self/ns/user").is_ok_and(|m| m.ino() == INIT_USERNS)
+}
+
 /// (read ends, write ends) of the stdout and stderr pipes. When our own stdout and stderr are
 /// one file (`> log 2>&1`, a terminal, eval's logs), the sandbox's are one pipe too: what it
 /// prints arrives in the order it was written, as `2>&1` inside would give (two pipes relayed
@@ -663,21 +743,96 @@ fn pipes() -> Result<(Vec<OwnedFd>, [OwnedFd; 2]), Error> {
     Ok((vec![r1, r2], [w1, w2]))
 }
 
+/// Whether our fd `fd` is a regular file or a block device: something on a filesystem or a disk
+/// that the command must not hold itself. Pipes, sockets, terminals and /dev/null are passed.
+fn is_a_file(fd: std::os::fd::RawFd) -> bool {
+    nix::sys::stat::fstat(fd).is_ok_and(|s| matches!(s.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFBLK))
+}
+
 /// Whether two of our fds are the same file (device and inode: one pipe, file or terminal).
 fn same_file(a: std::os::fd::RawFd, b: std::os::fd::RawFd) -> bool {
     let st = |fd| nix::sys::stat::fstat(fd).ok().map(|s| (s.st_dev, s.st_ino, s.st_rdev));
     matches!((st(a), st(b)), (Some(x), Some(y)) if x == y)
 }
 
-/// The CPUs to pin to when `--cpus` has no cgroup: ceil(cpus) of the allowed ones, starting
-/// at an offset taken from our pid so that concurrent sandboxes spread out.
-fn affinity_for(cpus: f64) -> Vec<usize> {
+/// The CPUs to pin to when `--cpus` has no cgroup: ceil(cpus) of the allowed ones, those no
+/// other sandbox of ours is pinned to first (a lock file per CPU, held while the sandbox runs,
+/// in a directory of the caller's own), then, when every CPU is taken, from an offset taken
+/// from our pid, so that concurrent sandboxes spread out. Returns the CPUs and their locks.
+fn affinity_for(cpus: f64) -> (Vec<usize>, Vec<std::fs::File>) {
     let allowed: Vec<usize> = nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0))
         .map(|set| (0..nix::sched::CpuSet::count()).filter(|&i| set.is_set(i).unwrap_or(false)).collect())
         .unwrap_or_else(|_| vec![0]);
     let n = (cpus.ceil() as usize).clamp(1, allowed.len().max(1));
     let start = std::process::id() as usize % allowed.len().max(1);
-    (0..n).map(|i| allowed[(start + i) % allowed.len()]).collect()
+    let order: Vec<usize> = (0..allowed.len()).map(|i| allowed[(start + i) % allowed.len()]).collect();
+    let mut chosen = Vec::with_capacity(n);
+    let mut locks = Vec::new();
+    if let Some(dir) = cpu_lock_dir() {
+        for &cpu in &order {
+            if chosen.len() == n {
+                break;
+            }
+            if let Some(f) = try_lock(&dir.join(format!("cpu{cpu}"))) {
+                chosen.push(cpu);
+                locks.push(f);
+            }
+        }
+    }
+    for &cpu in &order {
+        if chosen.len() == n {
+            break;
+        }
+        if !chosen.contains(&cpu) {
+            chosen.push(cpu);
+        }
+    }
+    (chosen, locks)
+}
+
+/// The caller's own directory for CPU locks: /run/polysandbox/cpus as root, else under
+/// $XDG_RUNTIME_DIR, else /tmp/polysandbox-UID; `None` when it is not ours alone (made by
+/// someone else, or a symlink): then no CPU is known taken.
+fn cpu_lock_dir() -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: geteuid cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let dir = if uid == 0 {
+        std::path::PathBuf::from("/run/polysandbox/cpus")
+    } else {
+        match std::env::var_os("XDG_RUNTIME_DIR").map(std::path::PathBuf::from).filter(|d| d.is_absolute()) {
+            Some(d) => d.join("polysandbox-cpus"),
+            None => std::path::PathBuf::from(format!("/tmp/polysandbox-{uid}-cpus")),
+        }
+    };
+    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir);
+    let md = std::fs::symlink_metadata(&dir).ok()?;
+    (md.is_dir() && md.uid() == uid && md.mode() & 0o022 == 0).then_some(dir)
+}
+
+fn try_lock(path: &std::path::Path) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .ok()?;
+    // SAFETY: flock on an fd we own.
+    (unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(f)
+}
+
+/// The size (rows, columns) of the caller's terminal: stdin, stdout or stderr, whichever is one.
+pub fn terminal_size() -> Option<(u16, u16)> {
+    [0, 1, 2].into_iter().find_map(|fd| {
+        // SAFETY: a winsize for the kernel to fill.
+        let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+        (unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut ws) } == 0 && ws.ws_row > 0).then_some((ws.ws_row, ws.ws_col))
+    })
 }
 
 /// (dev, ino) of our own binary: the init refuses to exec it inside the sandbox.

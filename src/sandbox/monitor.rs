@@ -141,7 +141,13 @@ impl Output {
         // SAFETY: reading into our buffer.
         let n = unsafe { libc::read(src, buf.as_mut_ptr() as *mut libc::c_void, buf.len()) };
         if n <= 0 {
-            return (n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted, false);
+            // (A pty's master reads EIO once no slave is open: its end of file.)
+            let again = n < 0
+                && matches!(
+                    std::io::Error::last_os_error().kind(),
+                    std::io::ErrorKind::Interrupted | std::io::ErrorKind::WouldBlock
+                );
+            return (again, false);
         }
         let n = n as u64;
         let room = self.limit.saturating_sub(self.total);
@@ -151,8 +157,103 @@ impl Output {
     }
 }
 
+/// `-t`: the supervisor's side of the sandbox's pty. The master comes from the init (it is
+/// made inside the sandbox); the caller's stdin is copied into it, its output out to our
+/// stdout (counted as the output pipes are), the caller's terminal is raw meanwhile and its
+/// window size follows ours.
+struct Pty {
+    master: RawFd,
+    /// Input read from our stdin, not yet taken by the pty.
+    pending: Vec<u8>,
+    /// Our stdin has more to give.
+    stdin_open: bool,
+    /// The caller's terminal as it was, restored on drop.
+    saved: Option<libc::termios>,
+}
+
+impl Pty {
+    fn new(master: RawFd) -> Pty {
+        // SAFETY: fcntl on the master we hold; termios calls on our own stdin.
+        unsafe {
+            let fl = libc::fcntl(master, libc::F_GETFL);
+            libc::fcntl(master, libc::F_SETFL, fl | libc::O_NONBLOCK);
+        }
+        let mut saved = None;
+        // SAFETY: as above, with a termios for the kernel to fill.
+        unsafe {
+            let mut t: libc::termios = std::mem::zeroed();
+            if libc::isatty(0) == 1 && libc::tcgetattr(0, &mut t) == 0 {
+                let mut raw = t;
+                libc::cfmakeraw(&mut raw);
+                if libc::tcsetattr(0, libc::TCSANOW, &raw) == 0 {
+                    saved = Some(t);
+                }
+            }
+        }
+        let p = Pty { master, pending: Vec::new(), stdin_open: true, saved };
+        p.resize();
+        p
+    }
+
+    /// The caller's window size, passed on (the kernel tells the pty's foreground processes).
+    fn resize(&self) {
+        if let Some((rows, cols)) = super::terminal_size() {
+            let ws = libc::winsize { ws_row: rows, ws_col: cols, ws_xpixel: 0, ws_ypixel: 0 };
+            // SAFETY: a winsize for the master we hold.
+            unsafe { libc::ioctl(self.master, libc::TIOCSWINSZ, &ws) };
+        }
+    }
+
+    /// Reads what our stdin has (it was readable); at its end, the pty's end-of-file
+    /// character when the command reads lines, as a terminal's user would type it.
+    fn read_stdin(&mut self) {
+        let mut buf = [0u8; 4096];
+        // SAFETY: reading into our buffer.
+        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            self.pending.extend_from_slice(&buf[..n as usize]);
+        } else if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            self.stdin_open = false;
+            // SAFETY: a termios for the kernel to fill, of the pty we hold.
+            let mut t: libc::termios = unsafe { std::mem::zeroed() };
+            if unsafe { libc::tcgetattr(self.master, &mut t) } == 0 && t.c_lflag & libc::ICANON != 0 {
+                self.pending.push(t.c_cc[libc::VEOF]);
+            }
+        }
+    }
+
+    /// Hands the pty what it takes of the pending input.
+    fn write_pending(&mut self) {
+        // SAFETY: writing our buffer to the master we hold (non-blocking).
+        let n = unsafe { libc::write(self.master, self.pending.as_ptr().cast(), self.pending.len()) };
+        if n > 0 {
+            self.pending.drain(..n as usize);
+        } else if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock {
+            // Nobody reads any more.
+            self.pending.clear();
+            self.stdin_open = false;
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        if let Some(t) = &self.saved {
+            // SAFETY: restoring our stdin's settings as they were.
+            unsafe { libc::tcsetattr(0, libc::TCSADRAIN, t) };
+        }
+    }
+}
+
 /// How often the supervisor reads the cgroup's CPU time for `--cpu-time`.
 const CPU_CHECK: Duration = Duration::from_millis(10);
+
+/// What the supervisor relays: the output pipes' read ends (when the output is counted), or,
+/// with `-t`, the pty whose master the init sends.
+pub struct Relay {
+    pub pipes: Option<Vec<OwnedFd>>,
+    pub tty: bool,
+}
 
 /// `cpu`: the `--cpu-time` limit in seconds and a reader of the CPU time used so far, where the
 /// supervisor checks it (a cgroup counts); else the init's watchdog does.
@@ -160,11 +261,12 @@ pub fn watch(
     child: &Child,
     sock: &OwnedFd,
     sigfd: &SignalFd,
-    out: Option<Vec<OwnedFd>>,
+    relay: Relay,
     limits: &Limits,
     cpu: Option<(f64, &dyn Fn() -> Option<f64>)>,
     started: Instant,
 ) -> Outcome {
+    let Relay { pipes: out, tty } = relay;
     let deadline = limits.timeout.map(|t| started + t);
     let mut next_cpu_check = started + CPU_CHECK;
     let mut stopped: Option<Stop> = None;
@@ -180,7 +282,10 @@ pub fn watch(
     });
     let mut open = [n > 0, n > 1];
     let mut exited = false;
+    // -t: the pty, once the init has sent its master (until then, nothing to relay).
+    let mut pty: Option<Pty> = None;
     loop {
+        // (The pty's master, if the init sent one, came before its report: one socket, in order.)
         if exited && !open[0] && !open[1] {
             break;
         }
@@ -211,6 +316,18 @@ pub fn watch(
                 });
             }
         }
+        let polled_out = pfds.len() - 3;
+        // The pty's input side: our stdin while the pty has room, the master while input waits.
+        let (mut stdin_at, mut master_at) = (None, None);
+        if let Some(p) = pty.as_ref().filter(|_| !exited) {
+            if p.pending.is_empty() && p.stdin_open {
+                stdin_at = Some(pfds.len());
+                pfds.push(libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 });
+            } else if !p.pending.is_empty() {
+                master_at = Some(pfds.len());
+                pfds.push(libc::pollfd { fd: p.master, events: libc::POLLOUT, revents: 0 });
+            }
+        }
         // SAFETY: pfds is a valid array.
         let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, timeout_ms) };
         if n < 0 {
@@ -218,8 +335,21 @@ pub fn watch(
         }
         let now = Instant::now();
         if pfds[1].revents & libc::POLLIN != 0 {
-            if let Ok(Some((data, _))) = sys::recv_msg(sock.as_raw_fd()) {
-                if let Ok(r) = serde_json::from_slice::<InitReport>(&data) {
+            if let Ok(Some((data, mut fds))) = sys::recv_msg(sock.as_raw_fd()) {
+                if tty && pty.is_none() && data == super::init::PTY_MESSAGE && fds.len() == 1 {
+                    // The master: relayed as the output pipes are (the one read end, to our
+                    // stdout), and written with our stdin.
+                    let master = fds.pop().unwrap();
+                    let p = Pty::new(master.as_raw_fd());
+                    output = Some(Output {
+                        buf: vec![0; 65536],
+                        fds: vec![(master, 1)],
+                        total: 0,
+                        limit: limits.output.unwrap_or(u64::MAX),
+                    });
+                    open = [true, false];
+                    pty = Some(p);
+                } else if let Ok(r) = serde_json::from_slice::<InitReport>(&data) {
                     // A final report means every process but the init is dead and reaped: the
                     // run is over (an error report: the init exits at once; wait for it).
                     if r.error.is_none() {
@@ -231,6 +361,13 @@ pub fn watch(
         }
         if pfds[2].revents & libc::POLLIN != 0 {
             while let Some(sig) = sigfd.read() {
+                if sig == libc::SIGWINCH && tty {
+                    // The pty tells its own foreground processes.
+                    if let Some(p) = &pty {
+                        p.resize();
+                    }
+                    continue;
+                }
                 sys::pidfd_kill(&child.pidfd, sig);
                 if matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT) && stopped.is_none() {
                     stopped = Some(Stop::Signal(sig));
@@ -239,7 +376,8 @@ pub fn watch(
             }
         }
         if let Some(o) = output.as_mut() {
-            for i in 0..2 {
+            // (Not the pty's master in the round that brought it: it was not polled.)
+            for i in 0..polled_out {
                 if open[i] && pfds[3 + i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
                     let (more, over) = o.pump(i);
                     open[i] = more;
@@ -252,6 +390,18 @@ pub fn watch(
                         open = [false, false];
                     }
                 }
+            }
+        }
+        if let Some(p) = pty.as_mut() {
+            if stdin_at
+                .is_some_and(|i| pfds[i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0)
+            {
+                p.read_stdin();
+            }
+            if master_at.is_some_and(|i| pfds[i].revents & (libc::POLLOUT | libc::POLLERR | libc::POLLHUP) != 0)
+                || !p.pending.is_empty()
+            {
+                p.write_pending();
             }
         }
         if !exited && pfds[0].revents & libc::POLLIN != 0 {
@@ -297,7 +447,10 @@ pub fn watch(
         let (st, ru) = child.reap();
         (st, ru, false)
     };
-    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes: output.map(|o| o.total) }
+    // The caller's terminal as it was (the pty's output is all out).
+    drop(pty);
+    let output_bytes = output.filter(|_| limits.output.is_some()).map(|o| o.total);
+    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes }
 }
 
 /// Inits that reported and were left to finish tearing down; reaped by a later run (or by

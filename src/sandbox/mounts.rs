@@ -8,7 +8,8 @@
 //!   upper/ work/           the overlay's writable layer
 //!   root/                  the overlay: what becomes /
 //!     proc/                a fresh procfs, runc's masked and read-only paths applied
-//!     dev/                 a small tmpfs: null zero full random urandom tty, pts, shm
+//!     dev/                 a small read-only tmpfs: null zero full random urandom tty, pts;
+//!                          shm, a directory of the writable layer (counted in --disk)
 //!     ...                  --tmpfs and -v mounts
 //! ```
 //!
@@ -65,7 +66,7 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
     for b in &spec.binds {
         let t = match trees.next() {
             Some(t) => t,
-            None => super::idmap::bind_tree(&b.source, b.readonly || b.overlay, None).map_err(|e| e.message)?,
+            None => super::idmap::bind_tree(&b.source, b.readonly || b.overlay, None, None).map_err(|e| e.message)?,
         };
         binds.push(t);
     }
@@ -95,17 +96,30 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
 
     proc(root)?;
     super::trace::step("init: /proc mounted");
-    dev(root)?;
+    dev(root, scratch.as_raw_fd())?;
     super::trace::step("init: /dev mounted");
     for t in &spec.tmpfs {
         let target = ensure_dir(root, &t.target)?;
-        let size = t.size.map(|s| format!(",size={s}")).unwrap_or_default();
+        let mut data = format!("mode={:o}", t.mode.unwrap_or(0o1777));
+        if let Some(s) = t.size {
+            data += &format!(",size={s}");
+        }
+        for o in &t.options {
+            data += &format!(",{o}");
+        }
+        let mut flags = libc::MS_NOSUID | libc::MS_NODEV;
+        if t.readonly {
+            flags |= libc::MS_RDONLY;
+        }
+        if t.noexec {
+            flags |= libc::MS_NOEXEC;
+        }
         sys::mount(
             Some(c"tmpfs"),
             &fd_path(target.as_raw_fd(), ""),
             Some(c"tmpfs"),
-            libc::MS_NOSUID | libc::MS_NODEV,
-            Some(&cstr(format!("mode=1777{size}"))),
+            flags,
+            Some(&cstr(data)),
             &t.target,
         )?;
     }
@@ -116,6 +130,19 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
         } else {
             sys::move_mount_to_fd(tree.as_raw_fd(), target.as_raw_fd(), &b.target)?;
         }
+    }
+
+    if spec.read_only {
+        // The overlay itself, not what is mounted on it: /proc, /dev, --tmpfs and -v stay as
+        // asked. (The command cannot remount it: no CAP_SYS_ADMIN, and seccomp denies mount.)
+        sys::mount(
+            None,
+            &fd_path(root, ""),
+            None,
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY,
+            None,
+            "/ read-only (--read-only)",
+        )?;
     }
 
     nix::unistd::sethostname(&spec.hostname).map_err(|e| format!("sethostname: {e}"))?;
@@ -229,7 +256,10 @@ fn proc(root: RawFd) -> Result<()> {
     Ok(())
 }
 
-fn dev(root: RawFd) -> Result<()> {
+/// /dev: a small tmpfs of device nodes (bound from the host's), made read-only once filled;
+/// `pts` a new devpts; `shm` a directory of the writable layer, so that what the command
+/// keeps there counts against `--disk` like any other file it writes.
+fn dev(root: RawFd, scratch: RawFd) -> Result<()> {
     let target = ensure_dir(root, "/dev")?;
     sys::mount(
         Some(c"tmpfs"),
@@ -271,14 +301,10 @@ fn dev(root: RawFd) -> Result<()> {
         "/dev/pts",
     )?;
     mkdirat(d, "shm", 0o1777)?;
-    sys::mount(
-        Some(c"tmpfs"),
-        &fd_path(d, "shm"),
-        Some(c"tmpfs"),
-        libc::MS_NOSUID | libc::MS_NODEV,
-        Some(c"mode=1777,size=67108864"),
-        "/dev/shm",
-    )?;
+    mkdirat(scratch, "shm", 0o1777)?;
+    let shm = sys::openat2(scratch, "shm", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+        .map_err(|e| format!("open the writable layer's shm: {e}"))?;
+    sys::mount(Some(&fd_path(shm.as_raw_fd(), "")), &fd_path(d, "shm"), None, libc::MS_BIND, None, "/dev/shm")?;
     for (link, to) in [
         ("ptmx", "pts/ptmx"),
         ("fd", "/proc/self/fd"),
@@ -291,6 +317,16 @@ fn dev(root: RawFd) -> Result<()> {
             return Err(format!("symlink /dev/{link}: {}", std::io::Error::last_os_error()));
         }
     }
+    // Nothing more is written to /dev itself: its few KiB would be the one place outside
+    // --disk (pts and shm are mounts of their own, and stay writable).
+    sys::mount(
+        None,
+        &fd_path(d, ""),
+        None,
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NOEXEC,
+        None,
+        "/dev read-only",
+    )?;
     Ok(())
 }
 

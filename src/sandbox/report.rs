@@ -340,6 +340,9 @@ pub struct LimitRecord {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
+    /// `--name`, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     pub command: Vec<String>,
     /// How the run ended (see [`Status`]).
     pub status: Status,
@@ -610,6 +613,7 @@ pub(crate) fn build(
     }
 
     Ok(Report {
+        name: None,
         command: spec.argv.clone(),
         status,
         start_error: init.start_failure.as_ref().map(|f| f.message.clone()),
@@ -685,6 +689,7 @@ impl Report {
     /// else was measured, and no limit was held.
     pub fn failed(command: Vec<String>, error: &Error, wall: Duration) -> Report {
         Report {
+            name: None,
             command,
             status: Status::Error,
             start_error: None,
@@ -718,8 +723,7 @@ impl Report {
             limits: BTreeMap::new(),
             cgroup: None,
             cgroup_unavailable: None,
-            // SAFETY: geteuid cannot fail.
-            rootless: unsafe { libc::geteuid() } != 0,
+            rootless: !super::host_root(),
             digests_after: Vec::new(),
             protect: None,
         }

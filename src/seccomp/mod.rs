@@ -159,9 +159,19 @@ fn kernel_at_least(min: &str) -> bool {
 }
 
 impl Rule {
+    /// Whether the rule applies on `arch` to a command that keeps Docker's default capabilities.
+    #[cfg(test)]
     fn applies(&self, arch: Arch) -> bool {
+        let kept: Vec<String> = KEPT_CAPS.iter().map(|c| c.to_string()).collect();
+        self.applies_with(arch, &kept)
+    }
+
+    /// Whether the rule applies on `arch` to a command that keeps the capabilities `kept`
+    /// (`CAP_...` names): an `includes` of capabilities it does not keep, or an `excludes` of
+    /// one it keeps, leaves the rule out.
+    fn applies_with(&self, arch: Arch, kept: &[String]) -> bool {
         let arch_in = |list: &Vec<String>| list.iter().any(|a| arch.names().contains(&a.as_str()));
-        let caps_kept = |list: &Vec<String>| list.iter().all(|c| KEPT_CAPS.contains(&c.as_str()));
+        let caps_kept = |list: &Vec<String>| list.iter().all(|c| kept.contains(c));
         if let Some(inc) = &self.includes {
             if inc.arches.as_ref().is_some_and(|a| !arch_in(a)) {
                 return false;
@@ -177,7 +187,7 @@ impl Rule {
             if exc.arches.as_ref().is_some_and(arch_in) {
                 return false;
             }
-            if exc.caps.as_ref().is_some_and(|c| c.iter().any(|c| KEPT_CAPS.contains(&c.as_str()))) {
+            if exc.caps.as_ref().is_some_and(|c| c.iter().any(|c| kept.contains(c))) {
                 return false;
             }
         }
@@ -295,8 +305,14 @@ pub struct Hardening {
     /// No setuid/setgid files ([`no_setid_rules`]): there is a read-write bind.
     pub no_setid: bool,
     /// No sched_setaffinity at all: `--cpus` is held by CPU affinity (no cgroup), which the
-    /// command could otherwise widen.
+    /// command could otherwise widen. And no setsid: without a cgroup, what shares a CPU
+    /// fairly between sandboxes is the scheduler's autogroup, one per session; a command that
+    /// made a session per process (each an autogroup of equal weight) would take a CPU it
+    /// shares with another sandbox almost whole.
     pub pin_affinity: bool,
+    /// The capabilities the command keeps, as a mask (None: Docker's default set), against
+    /// which the profile's `includes`/`excludes` of capabilities are read (`--cap-add`).
+    pub caps: Option<u64>,
 }
 
 impl Hardening {
@@ -304,6 +320,7 @@ impl Hardening {
         let mut rules = Vec::new();
         if self.pin_affinity {
             rules.push(deny("sched_setaffinity", libc::EPERM, None));
+            rules.push(deny("setsid", libc::EPERM, None));
         }
         for (name, index) in OTHER_PROCESS {
             rules.push(deny(
@@ -343,13 +360,17 @@ fn compile_inner(json: &str, arch: Arch, hardening: Option<Hardening>) -> Result
         rules.append(&mut profile.syscalls);
         profile.syscalls = rules;
     }
+    let kept: Vec<String> = match hardening.and_then(|h| h.caps) {
+        Some(mask) => (0..64).filter(|c| mask & (1u64 << c) != 0).map(crate::sandbox::caps::name).collect(),
+        None => KEPT_CAPS.iter().map(|c| c.to_string()).collect(),
+    };
     let default_errno = profile.default_errno_ret.unwrap_or(libc::EPERM as u32);
     let default = action(&profile.default_action, profile.default_errno_ret, default_errno)?;
     // syscall number -> alternatives (conditions, action), in profile order.
     let mut by_nr: BTreeMap<u32, Alternatives> = BTreeMap::new();
     for rule in &profile.syscalls {
         let act = action(&rule.action, rule.errno_ret, default_errno)?;
-        if !rule.applies(arch) {
+        if !rule.applies_with(arch, &kept) {
             continue;
         }
         let conds = rule.args.clone().unwrap_or_default();
@@ -701,6 +722,27 @@ mod tests {
         assert_eq!(decide(&q, a, 63, [0; 6]), bpf::RET_KILL_PROCESS);
     }
 
+    /// A profile's rules that include a capability apply when the command keeps it
+    /// (`--cap-add`), and those that exclude one when it does not (`--cap-drop`).
+    #[test]
+    fn capability_conditions_follow_the_kept_set() {
+        let profile = r#"{"defaultAction": "SCMP_ACT_ERRNO", "syscalls": [
+            {"names": ["ptrace"], "action": "SCMP_ACT_ALLOW", "includes": {"caps": ["CAP_SYS_PTRACE"]}},
+            {"names": ["chroot"], "action": "SCMP_ACT_ALLOW", "excludes": {"caps": ["CAP_SYS_CHROOT"]}}]}"#;
+        let arch = Arch::X86_64;
+        let nr = |n: &str| arch.lookup(n).unwrap();
+        let with = |caps: Option<u64>| {
+            let h = Hardening { no_setid: false, pin_affinity: false, caps };
+            compile_hardened(profile, arch, h).unwrap()
+        };
+        let default = with(None);
+        assert_ne!(decide(&default, arch.audit(), nr("ptrace"), [0; 6]), bpf::RET_ALLOW);
+        assert_ne!(decide(&default, arch.audit(), nr("chroot"), [0; 6]), bpf::RET_ALLOW);
+        let changed = with(Some((crate::sandbox::caps::default_mask() | 1 << 19) & !(1 << 18)));
+        assert_eq!(decide(&changed, arch.audit(), nr("ptrace"), [0; 6]), bpf::RET_ALLOW);
+        assert_eq!(decide(&changed, arch.audit(), nr("chroot"), [0; 6]), bpf::RET_ALLOW);
+    }
+
     /// Every argument a rule of the default profile compares, with garbage in the bits above
     /// the argument's kernel width: the decision must be the one for the clean value, on both
     /// architectures (the kernel ignores those bits, so must the filter).
@@ -886,7 +928,8 @@ mod tests {
     fn no_setid_rules_refuse_setuid_and_setgid_modes_only() {
         for arch in [Arch::X86_64, Arch::Aarch64] {
             for base in [DEFAULT_PROFILE, ALLOW_ALL] {
-                let p = compile_hardened(base, arch, Hardening { no_setid: true, pin_affinity: false }).unwrap();
+                let p = compile_hardened(base, arch, Hardening { no_setid: true, pin_affinity: false, caps: None })
+                    .unwrap();
                 let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
                 let at = |name: &str, idx: usize, mode: u64| {
                     let mut args = [0u64; 6];
@@ -925,8 +968,12 @@ mod tests {
             let eperm = bpf::RET_ERRNO | libc::EPERM as u32;
             let base = compile(DEFAULT_PROFILE, arch).unwrap();
             for pin in [false, true] {
-                let p =
-                    compile_hardened(DEFAULT_PROFILE, arch, Hardening { no_setid: false, pin_affinity: pin }).unwrap();
+                let p = compile_hardened(
+                    DEFAULT_PROFILE,
+                    arch,
+                    Hardening { no_setid: false, pin_affinity: pin, caps: None },
+                )
+                .unwrap();
                 let call = |name: &str, idx: usize, v: u64| {
                     let mut args = [0u64; 6];
                     args[idx] = v;
@@ -950,6 +997,7 @@ mod tests {
                     }
                 }
                 assert_eq!(call("sched_setaffinity", 0, 0) == eperm, pin, "{arch:?} pin {pin}");
+                assert_eq!(call("setsid", 0, 0) == eperm, pin, "{arch:?} setsid, pin {pin}");
                 // The setid rules are not there without a read-write bind.
                 assert_eq!(call("fchmodat", 2, 0o4755), bpf::RET_ALLOW);
             }

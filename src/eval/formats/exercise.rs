@@ -294,7 +294,7 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
     }
     let script = runner.setup.iter().map(|s| s.as_str()).chain(["exec \"$@\""]).collect::<Vec<_>>().join(" && ");
     let mut command = vec!["sh".to_string(), "-c".into(), script, "sh".into()];
-    command.extend(runner.test.iter().map(|a| a.replace("{report}", REPORT).replace("{name}", &shell_quote(name))));
+    command.extend(runner.test.iter().map(|a| expand_test_arg(a, name)));
     let tampering = crate::eval::tamper::scan_solution(
         &inst.language,
         files.iter().filter_map(|(rel, b)| b.as_deref().map(|b| (rel.as_str(), b))),

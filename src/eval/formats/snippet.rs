@@ -1,6 +1,8 @@
 //! CoderEval-style snippets: a record's solution code and test code joined into one file and
 //! run by the catalogue runner's snippet command; graded by the exit status, and only when the
-//! file ran to its end (a trailer line with a tag drawn for this run).
+//! file ran to its end (a trailer line with a tag drawn for this run). Python's and
+//! JavaScript's commands feed the file to the interpreter through a pipe and remove it before
+//! its first statement runs, so no file holds the tag while the code runs.
 
 use super::Format;
 use crate::eval::attempt::{self, Steps};
@@ -82,9 +84,14 @@ impl Steps for Snippet {
             command: runner.snippet_run.clone(),
             driver: false,
             nonce: String::new(),
-            // The same static look as an exercise's solution gets: code reading its own file
-            // (the completion line's tag is in it) and exiting early is flagged.
-            tampering: crate::eval::tamper::scan_solution(&inst.language, [(file.as_str(), code.as_bytes())], &[]),
+            // The same static look as an exercise's solution gets, the joined file as the test
+            // file: code that names it, reaches the interpreter's frames (the completion line's
+            // tag is in the program it runs) or ends the process is flagged.
+            tampering: crate::eval::tamper::scan_solution(
+                &inst.language,
+                [(file.as_str(), code.as_bytes())],
+                std::slice::from_ref(&file),
+            ),
             applied: code,
         })
     }

@@ -462,7 +462,7 @@ fn run_once(
         let at = format!("{}/{t}", workdir(rec));
         cmd.arg("--digest-after").arg(&at).arg("--protect").arg(&at);
     }
-    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
+    crate::eval::child::image_then(&mut cmd, &job.image).args(["/bin/bash", "/polysandbox-in/run.sh"]);
     let (output, record) = match run_sandbox(o, cmd, &logs.join("output.txt"), None, &logs.join("usage.json"), children)
     {
         Ok(x) => (x.stderr, x.record),

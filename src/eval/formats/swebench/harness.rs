@@ -503,7 +503,7 @@ pub(crate) fn run_instance(
         }
         None => None,
     };
-    cmd.arg(&job.image).args(["--", "/bin/bash", "/polysandbox-in/run.sh"]);
+    crate::eval::child::image_then(&mut cmd, &job.image).args(["/bin/bash", "/polysandbox-in/run.sh"]);
     let ran = run_sandbox(o, cmd, &logs.join("test_output.txt"), None, &logs.join("usage.json"), children);
     let reports = channel.map(|c| c.finish()).unwrap_or_default();
     let (output, record) = match ran {
