@@ -677,6 +677,31 @@ mod tests {
         assert_eq!(verdict(run(both, exit1())), Verdict::Unresolved);
     }
 
+    /// A control reported passed is a flag in the result beside the unresolved verdict; a real
+    /// test that ran under a fresh name beside its controls is reported by its own name.
+    #[test]
+    fn a_control_that_passes_is_flagged_and_originals_get_their_names_back() {
+        let check = || {
+            Check::Control(control::Control {
+                names: vec![control::Matcher::suffix("test_ctl")],
+                renamed: vec![(control::Matcher::suffix("test_fresh"), "test_a".into())],
+                ..Default::default()
+            })
+        };
+        let run =
+            |output: String, record: Report| Run { output, record: Some(record), check: check(), ..Run::default() };
+        let held = pytest_output(&[("PASSED", "t.py::test_fresh"), ("FAILED", "t.py::test_ctl")]);
+        let r = grade_run(run(held, record(json!({"exit_code": 1}))));
+        assert_eq!(r.verdict, Verdict::Resolved, "{r:?}");
+        assert!(r.tests.iter().any(|t| t.name == "t.py::test_a"), "{:?}", r.tests);
+        assert!(!r.tests.iter().any(|t| t.name.contains("test_fresh")), "{:?}", r.tests);
+        assert!(r.tampering.is_empty(), "{:?}", r.tampering);
+        let forged = pytest_output(&[("PASSED", "t.py::test_fresh"), ("PASSED", "t.py::test_ctl")]);
+        let r = grade_run(run(forged, record(json!({}))));
+        assert_eq!(r.verdict, Verdict::Unresolved);
+        assert!(r.tampering.iter().any(|f| f.starts_with(tamper::CONTROL_PASSED)), "{:?}", r.tampering);
+    }
+
     #[test]
     fn a_snippet_must_run_to_its_trailer() {
         let run = |output: &str| Run {

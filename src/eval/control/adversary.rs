@@ -252,19 +252,27 @@ fn original(c: &Control, i: usize, lang: Lang) -> Matcher {
 }
 
 /// Plants controls in a copy of each shared exercise `runs` times (the randomness seeded) and
-/// returns every control with its original, as the adversary sees them.
-pub fn pairs(insts: &[crate::eval::instance::Instance], runs: u64) -> Vec<Pair> {
+/// returns every control with its original, as the adversary sees them. `calibrated`: drawn
+/// from the candidates calibration verifies (eval's default; here unverified, gold not run),
+/// else as `--no-calibration` plants them (an exact expectation changed, no input).
+pub fn pairs(insts: &[crate::eval::instance::Instance], runs: u64, calibrated: bool) -> Vec<Pair> {
     let mut out = Vec::new();
     for (n, i) in insts.iter().enumerate() {
         let crate::eval::instance::Kind::Exercise { dir, test, .. } = &i.kind else { continue };
         let lang = lang_of(&i.language).unwrap();
         for run in 0..runs {
             seed(0x5eed_0000 + (n as u64) * 1000 + run);
-            let d = std::env::temp_dir().join(format!("ps-adv-{}-{}", std::process::id(), i.id.replace('/', "_")));
+            let d = std::env::temp_dir().join(format!(
+                "ps-adv-{}-{}-{}",
+                std::process::id(),
+                u8::from(calibrated),
+                i.id.replace('/', "_")
+            ));
             let _ = std::fs::remove_dir_all(&d);
             assert!(std::process::Command::new("cp").arg("-a").arg(dir).arg(&d).status().unwrap().success());
             let cands = candidates(&i.language, &d, test, true);
-            let Ok(Some(c)) = plant(&i.language, Parser::JunitXml, &d, test, Plan::Run(Some(&cands))) else {
+            let pool = if calibrated { Some(cands.as_slice()) } else { None };
+            let Ok(Some(c)) = plant(&i.language, Parser::JunitXml, &d, test, Plan::Run(pool)) else {
                 let _ = std::fs::remove_dir_all(&d);
                 continue;
             };
@@ -359,12 +367,27 @@ fn accuracy<'a>(pairs: impl Iterator<Item = &'a Pair>, guess: impl Fn(&Pair) -> 
 /// the trained model (both measured on exercises they were not trained on), and how often the
 /// twin search found the original.
 pub struct Measured {
-    /// (language or "all", pairs, red team, best single clue, model, twin found).
-    pub rows: Vec<(String, usize, f64, f64, f64, f64)>,
+    pub rows: Vec<Row>,
     /// The best single clue overall, and its accuracy.
     pub best_clue: (String, f64),
     /// The model's weight of each clue, trained on every pair (in standard deviations).
     pub weights: Vec<(String, f64)>,
+}
+
+/// The accuracies over one language's pairs (or "all").
+pub struct Row {
+    pub language: String,
+    pub pairs: usize,
+    /// The red team's rule.
+    pub red_team: f64,
+    /// The best single clue overall (its direction learned on the other fold).
+    pub best_clue: f64,
+    /// The logistic regression over every language's pairs of the other fold.
+    pub model: f64,
+    /// A regression per language, over that language's pairs of the other fold.
+    pub lang_model: f64,
+    /// How often the twin search, from the control, found its original.
+    pub found: f64,
 }
 
 pub fn measure(pairs: &[Pair]) -> Measured {
@@ -374,6 +397,7 @@ pub fn measure(pairs: &[Pair]) -> Measured {
     };
     // Two folds by exercise: train on one, guess the other.
     let mut model_guess: Vec<Option<bool>> = vec![None; pairs.len()];
+    let mut lang_guess: Vec<Option<bool>> = vec![None; pairs.len()];
     let mut clue_guess: Vec<Vec<Option<bool>>> = vec![vec![None; pairs.len()]; CLUES.len()];
     for f in 0..2 {
         let train: Vec<&Pair> = pairs.iter().filter(|p| fold(p) != f).collect();
@@ -388,6 +412,17 @@ pub fn measure(pairs: &[Pair]) -> Measured {
         }
         for (k, p) in pairs.iter().enumerate().filter(|(_, p)| fold(p) == f) {
             model_guess[k] = m.says_a(p);
+        }
+        // A forger who targets one language: a model of that language's pairs alone.
+        let mut langs: Vec<&str> = pairs.iter().map(|p| p.language.as_str()).collect();
+        langs.sort_unstable();
+        langs.dedup();
+        for l in langs {
+            let train: Vec<&Pair> = pairs.iter().filter(|p| fold(p) != f && p.language == l).collect();
+            let m = Model::train(&train);
+            for (k, p) in pairs.iter().enumerate().filter(|(_, p)| fold(p) == f && p.language == l) {
+                lang_guess[k] = m.says_a(p);
+            }
         }
     }
     let at = |k: usize| k;
@@ -406,8 +441,9 @@ pub fn measure(pairs: &[Pair]) -> Measured {
             let (red, n) = accuracy(sel(), |p| p.red_team);
             let (clue, _) = accuracy(sel(), |p| clue_guess[best][of(p)]);
             let (model, _) = accuracy(sel(), |p| model_guess[of(p)]);
+            let (lang_model, _) = accuracy(sel(), |p| lang_guess[of(p)]);
             let found = sel().filter(|p| p.found).count() as f64 / n.max(1) as f64;
-            (l.clone(), n, red, clue, model, found)
+            Row { language: l.clone(), pairs: n, red_team: red, best_clue: clue, model, lang_model, found }
         })
         .collect();
     let all: Vec<&Pair> = pairs.iter().collect();

@@ -1224,21 +1224,41 @@ mod tests {
 
     /// The red team's adversary (adversary.rs) over every shared exercise, controls planted as
     /// eval plants them from the candidates calibration would verify: within each pair of a
-    /// control and its original, neither its guess nor the best single clue nor all the clues
+    /// control and its original, neither its guess nor any single clue nor all the clues
     /// weighed by a model trained on other exercises is right much more often than a coin.
+    /// (Before values.rs and the renamed originals: red team 0.895, best clue 0.821, model
+    /// 0.950.)
     #[test]
     fn the_adversary_tells_a_control_from_its_original_at_chance() {
         let Some(insts) = shared_exercises("the_adversary_tells_a_control_from_its_original_at_chance") else {
             return;
         };
-        let pairs = adversary::pairs(&insts, 3);
+        adversary_at_chance(&insts, true);
+    }
+
+    /// The same with controls as `--no-calibration` plants them (an exact expectation changed).
+    #[test]
+    fn the_adversary_tells_uncalibrated_controls_at_chance() {
+        let Some(insts) = shared_exercises("the_adversary_tells_uncalibrated_controls_at_chance") else {
+            return;
+        };
+        adversary_at_chance(&insts, false);
+    }
+
+    fn adversary_at_chance(insts: &[crate::eval::instance::Instance], calibrated: bool) {
+        let pairs = adversary::pairs(insts, 3, calibrated);
         let m = adversary::measure(&pairs);
-        let mut table = String::from("language      pairs  red-team  best-clue  model  twin-found\n");
-        for (l, n, red, clue, model, found) in &m.rows {
-            table += &format!("{l:<12} {n:>6}  {red:>8.3}  {clue:>9.3}  {model:>5.3}  {found:>10.3}\n");
+        let what = if calibrated { "calibrated" } else { "uncalibrated" };
+        let mut table = format!("{what}\nlanguage      pairs  red-team  best-clue  model  per-language  twin-found\n");
+        for r in &m.rows {
+            table += &format!(
+                "{:<12} {:>6}  {:>8.3}  {:>9.3}  {:>5.3}  {:>12.3}  {:>10.3}\n",
+                r.language, r.pairs, r.red_team, r.best_clue, r.model, r.lang_model, r.found
+            );
         }
         table += &format!("best single clue: {} ({:.3})\n", m.best_clue.0, m.best_clue.1);
-        for ((c, a), (_, w)) in adversary::clue_table(&pairs).iter().zip(&m.weights) {
+        let clues = adversary::clue_table(&pairs);
+        for ((c, a), (_, w)) in clues.iter().zip(&m.weights) {
             table += &format!("  {c:<52} {a:.3}  weight {w:+.2}\n");
         }
         eprintln!("{table}");
@@ -1249,9 +1269,15 @@ mod tests {
                 eprintln!("{:+.2} {} {} || {}", p.diff[3] * sign, p.id, p.what, f.join(" "));
             }
         }
-        let all = m.rows.iter().find(|r| r.0 == "all").unwrap();
-        assert!(all.1 >= 1000, "too few pairs to measure: {}", all.1);
-        assert!(all.2 <= 0.60 && all.3 <= 0.60 && all.4 <= 0.60, "the adversary tells controls apart:\n{table}");
+        let all = m.rows.iter().find(|r| r.language == "all").unwrap();
+        assert!(all.pairs >= 1000, "too few pairs to measure: {}", all.pairs);
+        // Each clue alone (either direction, over every pair), the best one learned on other
+        // exercises, the red team's rule and both models.
+        let worst = [all.red_team, all.best_clue, all.model, all.lang_model]
+            .into_iter()
+            .chain(clues.iter().map(|c| c.1))
+            .fold(0.0, f64::max);
+        assert!(worst <= 0.60, "the adversary tells controls apart:\n{table}");
     }
 
     #[test]
