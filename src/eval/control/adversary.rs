@@ -402,12 +402,12 @@ pub fn measure(pairs: &[Pair]) -> Measured {
     for f in 0..2 {
         let train: Vec<&Pair> = pairs.iter().filter(|p| fold(p) != f).collect();
         let m = Model::train(&train);
-        for j in 0..CLUES.len() {
+        for (j, guess) in clue_guess.iter_mut().enumerate() {
             // The clue's direction, learned: does a larger A mean A is the control?
             let (up, _) = accuracy(train.iter().copied(), |p| (p.diff[j] != 0.0).then_some(p.diff[j] > 0.0));
             for (k, p) in pairs.iter().enumerate().filter(|(_, p)| fold(p) == f) {
                 let larger = (p.diff[j] != 0.0).then_some(p.diff[j] > 0.0);
-                clue_guess[j][k] = if up >= 0.5 { larger } else { larger.map(|x| !x) };
+                guess[k] = if up >= 0.5 { larger } else { larger.map(|x| !x) };
             }
         }
         for (k, p) in pairs.iter().enumerate().filter(|(_, p)| fold(p) == f) {

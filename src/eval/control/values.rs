@@ -597,12 +597,9 @@ mod tests {
             assert_eq!(s.split(' ').count(), 7, "{s}");
             assert!(!py.contains(&s), "{s}");
             // A number nowhere else in the file: another one, within its type.
-            let n = c.replace(
-                &units[4],
-                &Lit { start: py.find("7 cats").unwrap() + 0, end: py.find("7 cats").unwrap() + 1 },
-                &[],
-            );
-            let _ = n;
+            let at = py.find("7 cats").unwrap();
+            let n = c.replace(&units[4], &Lit { start: at, end: at + 1 }, &[]).unwrap().0;
+            assert!(n != "7" && n.parse::<u8>().is_ok_and(|n| n <= 127), "{n}");
         }
         assert_eq!(class("5u64", Lang::Rust), Class::Int("u64".into()));
         assert_eq!(class("0x1F", Lang::Rust), Class::Radix("0x".into(), true, String::new()));
