@@ -82,7 +82,9 @@ fn a_tests_own_process_cannot_report_its_pass_and_leave() {
 
 /// An allow-list of the exercise's own test names (public data) tells a copied control from
 /// the real tests without looking at their bodies: that is flagged where the code shows it,
-/// and `--strict` grades it unresolved.
+/// and `--strict` grades it unresolved. It no longer passes a real test that gave controls:
+/// that one runs under a fresh name beside them (both of sum-two's tests here), so the list
+/// misses it and it fails, `unresolved` without `--strict` too.
 #[test]
 fn name_allow_lists_are_flagged_and_strict_grades_them_unresolved() {
     for m in modes() {
@@ -93,10 +95,11 @@ fn name_allow_lists_are_flagged_and_strict_grades_them_unresolved() {
             r["tampering"].as_array().is_some_and(|a| a.iter().any(|f| f.as_str().unwrap().contains("_pytest"))),
             "{m:?}: {r}"
         );
+        assert_eq!(r["verdict"], "unresolved", "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap().contains("failed"), "{m:?}: {r}");
         let strict = eval(m, &[&p, "--filter-category", "python", "-p", &pred, "--strict"]);
         let r = strict.result("python/sum-two");
         assert_eq!(r["verdict"], "unresolved", "{m:?}: {r}");
-        assert!(r["reason"].as_str().unwrap().contains("--strict"), "{m:?}: {r}");
         assert_eq!(strict.report()["accuracy_score"], 0.0);
     }
 }

@@ -219,8 +219,14 @@ fn calibrate_missing(
 ) -> Result<Option<crate::eval::calibration::Calibration>, String> {
     use crate::eval::calibration;
     let have = o.calibration.clone();
-    let missing: Vec<String> =
-        selected.into_iter().filter(|id| !have.as_ref().is_some_and(|c| c.instances.contains_key(id))).collect();
+    // Missing, or with candidates an older build made (whose changed literals can tell).
+    let current = |e: &calibration::Entry| {
+        e.controls_made == crate::eval::control::CANDIDATES || (e.controls.is_empty() && !e.gold_passes)
+    };
+    let missing: Vec<String> = selected
+        .into_iter()
+        .filter(|id| !have.as_ref().is_some_and(|c| c.instances.get(id).is_some_and(current)))
+        .collect();
     if missing.is_empty() {
         return Ok(None);
     }

@@ -61,6 +61,12 @@ pub struct Entry {
     /// and an input changed): eval draws its controls from them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<super::control::Candidate>,
+    /// How `controls` were made ([`super::control::CANDIDATES`]; 0 before the number was
+    /// kept): eval draws only from a pool made as this build makes them, and calibrates again
+    /// an instance whose pool is older (a changed literal of an older build's can say which
+    /// copy is the control).
+    #[serde(default)]
+    pub controls_made: u32,
     /// Planted controls changed a test gold passes without them: eval plants none here.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub control_sensitive: bool,
@@ -327,6 +333,7 @@ pub fn entry(
         cpu_s_max: max(&|r| r.cpu_s),
         memory_peak_bytes_max: gold.iter().map(|(r, _)| r.memory_peak_bytes).max().unwrap_or(0),
         controls,
+        controls_made: super::control::CANDIDATES,
         control_sensitive,
         gold_usage,
         gold_tests,

@@ -13,6 +13,17 @@ pub enum ControlMode {
     Off,
     /// Every candidate once, each outcome recorded (calibration verifies the pool).
     Verify,
+    /// The same with the candidates that change no input only: calibration's second try where
+    /// the first changed a test gold passes (a Go input that makes gold panic ends the table's
+    /// test, every row after it with it).
+    VerifyExpected,
+}
+
+impl ControlMode {
+    /// Whether the run verifies candidates (calibration), rather than drawing controls.
+    pub fn verifies(self) -> bool {
+        matches!(self, ControlMode::Verify | ControlMode::VerifyExpected)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -30,6 +30,10 @@ struct Rule {
 pub const REDECLARES_GO: &str =
     "redeclares a name Go predeclares (true, false, nil, len, ...), which the package's tests then use";
 const SHADOWS_RUST: &str = "shadows the prelude or the assertion macros the tests use";
+/// A control test reported passed: what a forger who guessed a control for a real test leaves
+/// (an honest wrong answer meets a control's changed expectation only by coincidence).
+/// Evidence beside the verdict (which is `unresolved` already), not a flag of the text's.
+pub const CONTROL_PASSED: &str = "a control test reported passed";
 /// Reading files into the build: the tests are files beside the solution, so this is how a
 /// solution reads them with nothing at run time to see (Go's `//go:embed *.go`, the second
 /// red team's). No exercise solution has a file to read but its own.

@@ -148,6 +148,7 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     let mut parsed = parsers::parse(parser, output, reports);
     let control = match check {
         Check::Control(c) => {
+            control::restore(&mut parsed, c);
             if !c.planted.is_empty() && c.planted.len() == c.names.len() {
                 r.verified = c.planted.iter().cloned().zip(control::failed_each(&parsed, c)).collect();
             }
@@ -259,6 +260,12 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
         None
     };
     let reason = reason.or_else(|| {
+        // A skip says what happened to a test gold passes better than its absence from the
+        // passes does (the skipped one may be a real test renamed beside its controls, its
+        // controls run and failed).
+        if skipped > 0 {
+            return Some(format!("{skipped} skipped or xfailed: every test of an exercise must pass"));
+        }
         // Every test gold passes here (calibrated) must be reported passed, by name: a run
         // that leaves tests out, however it does it, is not a pass.
         if let Some(e) = cal {
@@ -277,9 +284,7 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
                 return Some("exit 0 but the test code did not run to its end".to_string());
             }
         }
-        if skipped > 0 {
-            Some(format!("{skipped} skipped or xfailed: every test of an exercise must pass"))
-        } else if parsed.tests.is_empty()
+        if parsed.tests.is_empty()
             && parsed.totals.is_none_or(|(p, f)| p + f == 0)
             && parser != parsers::Parser::ExitCode
         {
@@ -292,6 +297,15 @@ pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
     });
     r.verdict = if reason.is_none() { Verdict::Resolved } else { Verdict::Unresolved };
     r.reason = reason;
+    // A control reported passed (not skipped with the rest) is evidence of a forge attempt.
+    if let Some(control::Outcome::Passed(n)) = control {
+        if skipped == 0 {
+            r.tampering.push(format!(
+                "{}: {n} of them, which gold fails and an honest wrong answer passes only by coincidence",
+                tamper::CONTROL_PASSED
+            ));
+        }
+    }
 }
 
 /// A run whose runner built the solution without its tests first (`{alone}`) and could not:
@@ -467,7 +481,7 @@ mod tests {
     }
 
     fn control(name: &str) -> Check {
-        Check::Control(control::Control { names: vec![control::Matcher::suffix(name)], planted: vec![], weak: None })
+        Check::Control(control::Control { names: vec![control::Matcher::suffix(name)], ..Default::default() })
     }
 
     fn cal(tests: &[&str], skipped: &[&str]) -> calibration::Entry {
@@ -665,6 +679,31 @@ mod tests {
         // A real failure beside the control.
         let both = pytest_output(&[("FAILED", "t.py::test_a"), ("FAILED", "t.py::test_ctl")]);
         assert_eq!(verdict(run(both, exit1())), Verdict::Unresolved);
+    }
+
+    /// A control reported passed is a flag in the result beside the unresolved verdict; a real
+    /// test that ran under a fresh name beside its controls is reported by its own name.
+    #[test]
+    fn a_control_that_passes_is_flagged_and_originals_get_their_names_back() {
+        let check = || {
+            Check::Control(control::Control {
+                names: vec![control::Matcher::suffix("test_ctl")],
+                renamed: vec![(control::Matcher::suffix("test_fresh"), "test_a".into())],
+                ..Default::default()
+            })
+        };
+        let run =
+            |output: String, record: Report| Run { output, record: Some(record), check: check(), ..Run::default() };
+        let held = pytest_output(&[("PASSED", "t.py::test_fresh"), ("FAILED", "t.py::test_ctl")]);
+        let r = grade_run(run(held, record(json!({"exit_code": 1}))));
+        assert_eq!(r.verdict, Verdict::Resolved, "{r:?}");
+        assert!(r.tests.iter().any(|t| t.name == "t.py::test_a"), "{:?}", r.tests);
+        assert!(!r.tests.iter().any(|t| t.name.contains("test_fresh")), "{:?}", r.tests);
+        assert!(r.tampering.is_empty(), "{:?}", r.tampering);
+        let forged = pytest_output(&[("PASSED", "t.py::test_fresh"), ("PASSED", "t.py::test_ctl")]);
+        let r = grade_run(run(forged, record(json!({}))));
+        assert_eq!(r.verdict, Verdict::Unresolved);
+        assert!(r.tampering.iter().any(|f| f.starts_with(tamper::CONTROL_PASSED)), "{:?}", r.tampering);
     }
 
     #[test]

@@ -65,14 +65,23 @@ impl Steps for Exercise {
         }
         let all;
         let plan = match o.controls {
-            ControlMode::Verify => {
-                all = control::candidates(&job.inst.language, &prepared.tree, test);
+            ControlMode::Verify | ControlMode::VerifyExpected => {
+                let inputs = o.controls == ControlMode::Verify;
+                all = control::candidates(&job.inst.language, &prepared.tree, test, inputs);
                 control::Plan::All(&all)
             }
-            _ => control::Plan::Run(job.cal.as_ref().map(|e| e.controls.as_slice())),
+            _ => control::Plan::Run(
+                job.cal.as_ref().filter(|e| e.controls_made == control::CANDIDATES).map(|e| e.controls.as_slice()),
+            ),
         };
+        let stale = job.cal.as_ref().is_some_and(|e| e.controls_made != control::CANDIDATES && !e.controls.is_empty());
         match control::plant(&job.inst.language, job.runner.parser, &prepared.tree, test, plan) {
-            Ok(Some(c)) => {
+            Ok(Some(mut c)) => {
+                if stale && !o.controls.verifies() {
+                    c.weak = Some(
+                        "the calibration's candidates were made by an older polysandbox (calibrate again): each control is a copy of a real test with one expectation changed".into(),
+                    );
+                }
                 r.controls = Some(format!(
                     "{} control{}{}",
                     c.names.len(),
