@@ -29,6 +29,11 @@ fn nothing_written_through_a_read_write_bind_carries_privilege_on_the_host() {
         // (the sandbox's root is an unprivileged host id there, and must still not plant root's
         // privilege).
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        // Another sandbox running meanwhile: as root this one is not slot 0, so its read-write
+        // bind is idmapped (its writes land as slot 0's ids), and the directory of root's must
+        // still take them (it did not: an id the mount does not map refuses every write).
+        let (mut other, up) = holding(m, &[], &["sh", "-c", "echo up; sleep 3"]);
+        assert_eq!(up, "up", "{m:?}");
         let o = m.run(
             &["-v", &format!("{}:/b", dir.display())],
             &[
@@ -73,6 +78,7 @@ fn nothing_written_through_a_read_write_bind_carries_privilege_on_the_host() {
             }
             use std::os::unix::fs::FileTypeExt;
         }
+        let _ = other.wait();
         assert!(
             seen >= 3,
             "{m:?}: the sandbox wrote almost nothing ({seen} files): the test shows nothing: {out} {}",

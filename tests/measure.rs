@@ -40,7 +40,9 @@ fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 
     for u in [burn, alloc, sleep, idle] {
         assert_eq!(u["method"], method, "{what}: {r}");
     }
-    let slack = if jvm { 0.15 } else { 0.03 + 0.01 };
+    // (The JVM's compiler and collector threads run beside the test on the process's clock:
+    // 0.18 s of them was seen under the suite's parallel load.)
+    let slack = if jvm { 0.3 } else { 0.03 + 0.01 };
     let c = cpu(burn);
     assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{what}: burner cpu {c}: {r}");
     for other in [alloc, sleep, idle] {

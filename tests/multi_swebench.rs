@@ -319,6 +319,31 @@ fn code_that_rewrites_its_tests_while_they_run_cannot() {
     assert!(log.contains("FAIL test/plugin/timezone.test.js"), "{log}");
 }
 
+/// Code in jest's process that rewrites the runner's output (the sixth red team's: the fix
+/// module, imported by the test, wraps `Socket.prototype._write` to turn the suite's `FAIL`
+/// into `PASS` in its header and in the summary, every telling literal built at run time;
+/// the `✕` lines stay, so nothing is reported both ways and the non-zero exit's flag did not
+/// fire). It fixes nothing: graded resolved under --strict, unflagged. A failed test under a
+/// suite reported passed is no log jest writes: unresolved.
+#[test]
+fn a_log_rewritten_in_the_runners_process_contradicts_itself() {
+    if !replicas_ready("a_log_rewritten_in_the_runners_process_contradicts_itself") {
+        return;
+    }
+    let m = Mode::Root;
+    let rec = records().into_iter().find(|r| r["repo"] == "dayjs").unwrap();
+    let file = write_records(m, "dayjs.jsonl", std::slice::from_ref(&rec));
+    let patch = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/eval/attacks/dayjs-2420-stream.patch"),
+    )
+    .unwrap();
+    let pred = write_records(m, "stream.jsonl", &[serde_json::json!({"instance_id": id(&rec), "model_patch": patch})]);
+    let run = eval(m, "msb-stream", &[file.to_str().unwrap(), "-p", pred.to_str().unwrap(), "--no-calibration"], &[]);
+    all(&run, "unresolved", 1).unwrap();
+    let r = &run.by_id()[&id(&rec)];
+    assert!(r["reason"].as_str().unwrap_or("").contains("under a suite it reports passed"), "{r}");
+}
+
 struct Proc(Child);
 
 impl Drop for Proc {

@@ -53,6 +53,10 @@ pub fn main(a: CalibrateArgs) -> i32 {
         Ok(o) => o,
         Err(e) => return super::error(e),
     };
+    // Said once the input is known good: a refused command line is one line.
+    if let Err(e) = eval::dataset::load(&base.dataset) {
+        return super::error(e);
+    }
     if let Some(n) = super::host::cgroup_note() {
         eprintln!("polysandbox: note: {n}");
     }

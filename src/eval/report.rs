@@ -229,9 +229,12 @@ fn vs_gold(results: &[InstanceResult]) -> Value {
     })
 }
 
+/// Text for an XML attribute or element: only the characters XML 1.0 allows (no control but
+/// tab and newline, no U+FFFE or U+FFFF: a solution's compiler line holding one, in a reason,
+/// made the whole junit.xml unreadable), escaped.
 fn esc(s: &str) -> String {
     s.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .filter(|c| (!c.is_control() || *c == '\n' || *c == '\t') && !matches!(*c, '\u{FFFE}' | '\u{FFFF}'))
         .collect::<String>()
         .replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -562,7 +565,8 @@ mod tests {
     #[test]
     fn junit_writes_each_verdict_as_its_element() {
         let mut bad = result("t<&\"1", "rust", Verdict::Unresolved);
-        bad.reason = Some("no test passed \u{1b}[31m<".into());
+        // (U+FFFF, as a solution's `//line` directive put it in a compiler line: not XML.)
+        bad.reason = Some("no test passed \u{1b}[31m\u{FFFF}\u{FFFE}<".into());
         let rs = vec![
             result("ok", "rust", Verdict::Resolved),
             bad,

@@ -211,8 +211,8 @@ pub fn disk_userns(ids: &Ids) -> Result<OwnedFd, Error> {
     };
     drop(rd);
     let result = (|| {
-        sys::write_file(&format!("/proc/{pid}/uid_map"), &format!("{} {} {}", ids.disk_uid, ids.uid, ids.count))?;
-        sys::write_file(&format!("/proc/{pid}/gid_map"), &format!("{} {} {}", ids.disk_gid, ids.gid, ids.count))?;
+        sys::write_file(&format!("/proc/{pid}/uid_map"), &disk_map(ids.disk_uid, ids.uid, ids.count))?;
+        sys::write_file(&format!("/proc/{pid}/gid_map"), &disk_map(ids.disk_gid, ids.gid, ids.count))?;
         sys::open(&sys::cstr(format!("/proc/{pid}/ns/user")), libc::O_RDONLY, "the disk user namespace")
     })();
     drop(wr);
@@ -220,6 +220,27 @@ pub fn disk_userns(ids: &Ids) -> Result<OwnedFd, Error> {
     let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
     drop(pidfd);
     result.map_err(|e| host(format!("the disk user namespace: {e}")))
+}
+
+/// The disk namespace's map: slot 0's `n` ids (`disk`, inside) to the sandbox's (`own`,
+/// outside), and every other id to itself, but the sandbox's own (which a file on disk should
+/// not have). Without the identity extents, a file or directory of any other owner (a shared
+/// scratch directory of root's, mode 0777) has no id through the mount, and the kernel refuses
+/// every write to it (EACCES); with them it is as a plain bind shows it. The sandbox can only
+/// ever write as its own ids, which land as slot 0's.
+fn disk_map(disk: u32, own: u32, n: u32) -> String {
+    let mut lines = vec![format!("{disk} {own} {n}")];
+    // [0, u32::MAX) less [disk, disk + n) and [own, own + n), as identity extents.
+    let mut holes = [(disk as u64, disk as u64 + n as u64), (own as u64, own as u64 + n as u64)];
+    holes.sort();
+    let mut at = 0u64;
+    for (start, end) in holes.into_iter().chain([(u32::MAX as u64, u32::MAX as u64)]) {
+        if start > at {
+            lines.push(format!("{at} {at} {}", start - at));
+        }
+        at = at.max(end);
+    }
+    lines.join("\n")
 }
 
 /// A detached copy of the tree at `path` for a bind: always nosuid and nodev (nothing in it
@@ -289,5 +310,39 @@ pub fn explain_clone_failure(e: std::io::Error) -> String {
         Some(libc::ENOSYS) => "clone3 is not supported: polysandbox needs Linux 5.7 or later".into(),
         Some(libc::ENOSPC) => "cannot create the sandbox's namespaces: a namespace limit was reached (see /proc/sys/user/max_*_namespaces)".into(),
         _ => format!("cannot create the sandbox's namespaces: {e}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_map_moves_the_slot_and_keeps_every_other_id() {
+        let m = disk_map(0x6000_0000, 0x6005_0000, 65536);
+        assert_eq!(
+            m,
+            "1610612736 1610940416 65536\n0 0 1610612736\n1610678272 1610678272 262144\n1611005952 1611005952 2683961343"
+        );
+        // Every id below u32::MAX is inside exactly once, and outside exactly once.
+        let ext: Vec<(u64, u64, u64)> = m
+            .lines()
+            .map(|l| {
+                let v: Vec<u64> = l.split(' ').map(|x| x.parse().unwrap()).collect();
+                (v[0], v[1], v[2])
+            })
+            .collect();
+        for pick in [|e: &(u64, u64, u64)| (e.0, e.2), |e: &(u64, u64, u64)| (e.1, e.2)] {
+            let mut r: Vec<(u64, u64)> = ext.iter().map(pick).collect();
+            r.sort();
+            let mut at = 0;
+            for (s, n) in r {
+                assert!(s >= at, "overlap at {s}: {m}");
+                at = s + n;
+            }
+            assert!(at <= u32::MAX as u64);
+        }
+        let inside: u64 = ext.iter().map(|e| e.2).sum();
+        assert_eq!(inside, u32::MAX as u64 - 65536, "all but the sandbox's own ids: {m}");
     }
 }

@@ -462,28 +462,3 @@ pub fn clue_table(pairs: &[Pair]) -> Vec<(String, f64)> {
     }
     out
 }
-
-#[test]
-fn debug_one() {
-    let Ok(id) = std::env::var("PS_DEBUG_ID") else { return };
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/polyglot-benchmark");
-    let insts = crate::eval::dataset::load(&root).unwrap();
-    let i = insts.iter().find(|i| i.id == id).unwrap();
-    let crate::eval::instance::Kind::Exercise { dir, test, .. } = &i.kind else { return };
-    seed(42);
-    let d = std::env::temp_dir().join("ps-adv-debug");
-    let _ = std::fs::remove_dir_all(&d);
-    assert!(std::process::Command::new("cp").arg("-a").arg(dir).arg(&d).status().unwrap().success());
-    let cands = candidates(&i.language, &d, test, true);
-    for c in &cands {
-        eprintln!("cand {} {:?}", c.unit, c.edits);
-    }
-    let c = plant(&i.language, Parser::JunitXml, &d, test, Plan::Run(Some(&cands))).unwrap().unwrap();
-    for (p, m) in c.planted.iter().zip(&c.names) {
-        eprintln!("planted {} as {} {:?}", p.unit, m.text, p.edits);
-    }
-    for (m, to) in &c.renamed {
-        eprintln!("renamed {} -> {to}", m.text);
-    }
-    unseed();
-}

@@ -603,6 +603,13 @@ fn grade(
         ));
         return None;
     }
+    if parser == MsbParser::JestSuites {
+        if let Some(why) = crate::eval::parsers::jest::msb_contradiction(fix_log) {
+            r.verdict = Verdict::Unresolved;
+            r.reason = Some(format!("the fix run's log reports {why}: not the runner's alone"));
+            return None;
+        }
+    }
     // No result at all, and the log shows the image lacking what the run needs (the network,
     // a crate it does not hold): the environment's failure, not a verdict on the prediction,
     // unless gold gets further here (the scheduler runs it to decide: after_prediction).
