@@ -48,7 +48,8 @@ fn replicas_ready(test: &str) -> bool {
         skip(test, "the replica images are in root's store (bash .ci/setup builds them as root)");
         return false;
     }
-    let listed = stdout(&Mode::Root.command().arg("images").output().unwrap());
+    let listed =
+        stdout(&Mode::Root.command().args(["images", "--format", "{{.Repository}}:{{.Tag}}"]).output().unwrap());
     let missing: Vec<String> = records().iter().map(image).filter(|i| !listed.contains(i.as_str())).collect();
     if !missing.is_empty() {
         skip(test, &format!("replica images missing from root's store ({}): run bash .ci/setup", missing.join(", ")));
