@@ -417,7 +417,12 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
             assert_eq!(got["record_check"]["differ"], serde_json::json!([]), "{m:?} {}: {got}", id(r));
             assert!(got["image_digest"].as_str().is_some_and(|d| d.starts_with("sha256:")), "{got}");
         }
-        let listed = stdout(&m.command().args(["images", "--root", own.to_str().unwrap()]).output().unwrap());
+        let listed = stdout(
+            &m.command()
+                .args(["images", "--root", own.to_str().unwrap(), "--format", "{{.Repository}}:{{.Tag}}"])
+                .output()
+                .unwrap(),
+        );
         for r in &recs {
             assert!(listed.contains(&format!("docker.io/{}", image(r))), "{m:?}: {listed}");
         }
