@@ -102,19 +102,7 @@ fn take_slot(slots: u32) -> Result<(u32, Option<std::fs::File>), Error> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(SLOTS_DIR).map_err(host)?;
     for slot in 0..slots {
-        use std::os::unix::fs::OpenOptionsExt;
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(format!("{SLOTS_DIR}/{slot}"))
-            .map_err(host)?;
-        use std::os::fd::AsRawFd;
-        // SAFETY: flock on an fd we own.
-        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        if let Some(f) = super::try_lock(std::path::Path::new(&format!("{SLOTS_DIR}/{slot}"))).map_err(host)? {
             return Ok((slot, Some(f)));
         }
     }

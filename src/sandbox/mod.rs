@@ -783,7 +783,7 @@ fn affinity_for(cpus: f64) -> (Vec<usize>, Vec<std::fs::File>) {
             if chosen.len() == n {
                 break;
             }
-            if let Some(f) = try_lock(&dir.join(format!("cpu{cpu}"))) {
+            if let Ok(Some(f)) = try_lock(&dir.join(format!("cpu{cpu}"))) {
                 chosen.push(cpu);
                 locks.push(f);
             }
@@ -820,7 +820,9 @@ fn cpu_lock_dir() -> Option<std::path::PathBuf> {
     (md.is_dir() && md.uid() == uid && md.mode() & 0o022 == 0).then_some(dir)
 }
 
-fn try_lock(path: &std::path::Path) -> Option<std::fs::File> {
+/// A lock file at `path` (made 0600, never through a link), held exclusively: `None` when
+/// another process holds it. The id slots and the CPU locks are both such files.
+pub(crate) fn try_lock(path: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::OpenOptionsExt;
     let f = std::fs::OpenOptions::new()
@@ -830,10 +832,9 @@ fn try_lock(path: &std::path::Path) -> Option<std::fs::File> {
         .truncate(false)
         .mode(0o600)
         .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(path)
-        .ok()?;
+        .open(path)?;
     // SAFETY: flock on an fd we own.
-    (unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(f)
+    Ok((unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(f))
 }
 
 /// The size (rows, columns) of the caller's terminal: stdin, stdout or stderr, whichever is one.
