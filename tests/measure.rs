@@ -47,8 +47,11 @@ fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 
     assert!(c >= 0.27 - 0.01 && c <= 0.3 + slack, "{what}: burner cpu {c}: {r}");
     for other in [alloc, sleep, idle] {
         // The burner's work is user time; the allocator's own page faults are system time
-        // (a loaded machine stretches them past 0.15 s).
-        assert!(other["cpu_user_s"].as_f64().unwrap() < 0.15, "{what}: charged with the burner's work: {r}");
+        // (a loaded machine stretches them past 0.15 s). In the JVM the allocator's 200 MiB
+        // also runs the collector's threads, on the process's clock (0.22 s user was seen on
+        // CI): the allocator's bound there is below the burner's own 0.27 s.
+        let bound = if jvm && std::ptr::eq(other, alloc) { 0.27 } else { 0.15 };
+        assert!(other["cpu_user_s"].as_f64().unwrap() < bound, "{what}: charged with the burner's work: {r}");
     }
     let peak = alloc["memory_peak_bytes"].as_u64().unwrap();
     let idle_peak = idle["memory_peak_bytes"].as_u64().unwrap();
