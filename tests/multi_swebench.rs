@@ -105,9 +105,9 @@ fn our_statuses(r: &Value) -> BTreeMap<String, &'static str> {
 }
 
 /// Gold resolves every record, and every test's status equals the record's fix_patch_result
-/// (the harness's own run of the same patch); two runs (JSONL, then a JSON list with the
-/// predictions in the harness's own shape) agree test by test; the harness's files are where
-/// its tools look for them.
+/// (the harness's own run of the same patch); two runs (JSONL, then one record as a JSON list
+/// with the predictions in the harness's own shape) agree test by test; the harness's files
+/// are where its tools look for them.
 #[test]
 fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
     if !replicas_ready("gold_resolves_every_record_test_by_test_as_the_harness_recorded") {
@@ -168,8 +168,10 @@ fn gold_resolves_every_record_test_by_test_as_the_harness_recorded() {
         fin["resolved_ids"].as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect();
     have.sort();
     assert_eq!(have, want);
-    // The second run: the records as a JSON list, gold as predictions in the harness's own
-    // patch-file shape ({org, repo, number, fix_patch}).
+    // The second run: a record as a JSON list, gold as predictions in the harness's own
+    // patch-file shape ({org, repo, number, fix_patch}). (One record, dayjs: the formats are
+    // read alike for every record, and CI's time is short.)
+    let recs: Vec<Value> = recs.into_iter().filter(|r| r["repo"] == "dayjs").collect();
     let list = write_records(m, "all.json", &recs);
     let preds: Vec<Value> = recs
         .iter()

@@ -35,8 +35,41 @@ rc=0
 # Kept whole, so that the summary below can count what was skipped (each skip prints one
 # "SKIPPED: what: why" line on stderr; cargo counts the test as passed).
 mkdir -p .cache
-# (pipefail is set: the pipeline fails when cargo does.)
-cargo test --release -- --test-threads="${TEST_THREADS:-4}" 2>&1 | tee .cache/tests.log || rc=$?
+# In two phases: first the unit tests and the quick suites, among them the ones that look at
+# the whole host (mounts and cgroups left behind), alone; then the long eval suites in two
+# lanes at once. One binary at a time leaves a core idle about a third of the time (its last
+# long test); two lanes keep both busy. Every suite in tests/ not named in a lane is quick.
+# (--no-fail-fast: a failing suite does not hide the others' results. pipefail is set.)
+LANE_A="multi_swebench verdicts project predictions"
+LANE_B="eval measure swebench"
+quick=()
+for f in tests/*.rs; do
+  n=$(basename "$f" .rs)
+  case " $LANE_A $LANE_B " in *" $n "*) ;; *) quick+=(--test "$n") ;; esac
+done
+cargo test --release --quiet --no-run
+at "tests: the unit tests and the quick suites"
+cargo test --release --no-fail-fast --lib --bins "${quick[@]}" -- --test-threads="${TEST_THREADS:-4}" 2>&1 \
+  | tee .cache/tests.log || rc=$?
+at "tests: the eval suites in two lanes ($LANE_A | $LANE_B)"
+lane() {
+  local log=$1 t=(); shift
+  for n in "$@"; do t+=(--test "$n"); done
+  cargo test --release --no-fail-fast "${t[@]}" -- --test-threads="${LANE_THREADS:-3}" > "$log" 2>&1
+}
+# shellcheck disable=SC2086
+lane .cache/tests-a.log $LANE_A & A=$!
+# shellcheck disable=SC2086
+lane .cache/tests-b.log $LANE_B & B=$!
+ra=0; rb=0
+wait "$A" || ra=$?
+wait "$B" || rb=$?
+# The lanes' logs whole, a failing one last (CI shows the end of the log).
+if [ "$ra" != 0 ]; then cat .cache/tests-b.log .cache/tests-a.log; else cat .cache/tests-a.log .cache/tests-b.log; fi \
+  | tee -a .cache/tests.log
+[ "$ra" = 0 ] || rc=$ra
+[ "$rb" = 0 ] || rc=$rb
+at "tests: done"
 # One line for the whole run, and each skip with its reason: a test that could not run here is
 # counted, never a silent pass. (A skip line may follow other output on its line.)
 summary() {
@@ -44,6 +77,7 @@ summary() {
     | awk '{p+=$4; f+=$6; i+=$8} END {printf "%d passed, %d failed, %d ignored", p, f, i}')
   echo "== summary: $sum; $(grep -o 'SKIPPED: .*' .cache/tests.log | wc -l) of the passed skipped here:"
   grep -o 'SKIPPED: .*' .cache/tests.log | sort | uniq -c | sed 's/^/   /' || true
+  grep -E '^test .* \.\.\. FAILED$' .cache/tests.log | sed 's/^/   /' || true
 }
 summary
 if [ -n "$VM" ]; then
