@@ -364,3 +364,128 @@ fn a_swebench_harness_command_line_runs() {
     assert!(!out.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The subcommands `polysandbox --help` lists (but `help`), read from the help itself.
+fn listed_subcommands() -> Vec<String> {
+    let help = stdout(&polysandbox(&["--help"]));
+    let listed = help.split("Commands:\n").nth(1).expect("a Commands: section").split("\n\n").next().unwrap();
+    let names: Vec<String> = listed
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "help")
+        .map(String::from)
+        .collect();
+    assert!(names.len() > 10 && names.iter().any(|n| n == "run") && names.iter().any(|n| n == "man"), "{help}");
+    names
+}
+
+/// `completions bash` is a bash script bash accepts, whose completion function completes a
+/// subcommand's name and a subcommand's option; the other shells get theirs; a shell clap does
+/// not know is a usage error naming the ones it knows.
+#[test]
+fn bash_completion_parses_and_completes_subcommands() {
+    let o = polysandbox(&["completions", "bash"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let dir = tempdir("completions");
+    let script = dir.join("polysandbox.bash");
+    std::fs::write(&script, &o.stdout).unwrap();
+    let check = std::process::Command::new("bash").arg("-n").arg(&script).output().unwrap();
+    assert!(check.status.success(), "bash -n: {}", stderr(&check));
+    // As bash calls it on TAB: COMP_WORDS/COMP_CWORD set, then FUNCTION COMMAND WORD PREVIOUS.
+    let complete = |words: &[&str]| -> Vec<String> {
+        let line = words.join(" ");
+        let cword = words.len() - 1;
+        let words: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let prog = format!(
+            "source '{}' || exit 9
+             complete -p polysandbox >/dev/null || exit 8
+             COMP_WORDS=({}); COMP_CWORD={cword}; COMP_LINE='{line}'; COMP_POINT=${{#COMP_LINE}}
+             _polysandbox polysandbox \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            script.display(),
+            words.join(" ")
+        );
+        let o = std::process::Command::new("bash").arg("-c").arg(&prog).output().unwrap();
+        assert_eq!(code(&o), 0, "{prog}: {}", stderr(&o));
+        stdout(&o).lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect()
+    };
+    assert_eq!(complete(&["polysandbox", "ev"]), ["eval"]);
+    assert_eq!(complete(&["polysandbox", "compl"]), ["completions"]);
+    assert!(complete(&["polysandbox", "run", "--mem"]).contains(&"--memory".to_string()));
+    assert!(complete(&["polysandbox", "completions", "z"]).contains(&"zsh".to_string()));
+    for (shell, want) in [("zsh", "#compdef polysandbox"), ("fish", "complete -c polysandbox")] {
+        let o = polysandbox(&["completions", shell]);
+        assert_eq!(code(&o), 0, "{shell}: {}", stderr(&o));
+        assert!(stdout(&o).contains(want) && stdout(&o).contains("eval"), "{shell}");
+    }
+    let o = polysandbox(&["completions", "tcsh"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("[possible values: bash, elvish, fish, powershell, zsh]"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `man -o DIR` writes polysandbox.1 and a page for every subcommand `--help` lists, each of
+/// which groff renders without a warning, with its name, synopsis and options; `man SUBCOMMAND`
+/// prints the same page on stdout.
+#[test]
+fn man_pages_render_for_every_subcommand() {
+    let dir = tempdir("man");
+    let o = polysandbox(&["man", "-o", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let subs = listed_subcommands();
+    let mut want: Vec<String> = subs.iter().map(|s| format!("polysandbox-{s}.1")).collect();
+    want.push("polysandbox.1".into());
+    want.sort();
+    let mut written: Vec<String> =
+        std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    written.sort();
+    assert_eq!(written, want, "hidden subcommands (each-test) and `help` have none");
+    assert_eq!(stdout(&o).lines().count(), want.len(), "{}", stdout(&o));
+    // The same page on stdout; a subcommand that does not exist, a usage error.
+    let run = polysandbox(&["man", "run"]);
+    assert_eq!(code(&run), 0);
+    assert_eq!(run.stdout, std::fs::read(dir.join("polysandbox-run.1")).unwrap());
+    let o = polysandbox(&["man", "no-such"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("no subcommand 'no-such'") && stderr(&o).contains("eval"), "{}", stderr(&o));
+
+    if std::process::Command::new("groff").arg("--version").output().is_err() {
+        common::skip("man_pages_render_for_every_subcommand", "no groff here (Debian's groff-base)");
+        let _ = std::fs::remove_dir_all(&dir);
+        return;
+    }
+    let render = |page: &str| -> String {
+        let o = std::process::Command::new("groff")
+            // No hyphenation, long lines: the words as written, on one line each.
+            .args(["-man", "-Tutf8", "-ww", "-rHY=0", "-rLL=500n"])
+            .arg(dir.join(page))
+            .env("GROFF_NO_SGR", "1")
+            .output()
+            .unwrap();
+        assert!(o.status.success() && o.stderr.is_empty(), "{page}: {}", stderr(&o));
+        // Bold and underline are overstrikes without SGR: the letters alone, spaces single.
+        let mut plain = String::new();
+        for c in stdout(&o).chars() {
+            if c == '\u{8}' {
+                plain.pop();
+            } else {
+                plain.push(c);
+            }
+        }
+        plain.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    let main = render("polysandbox.1");
+    for w in ["NAME", "polysandbox - Rootless", "SYNOPSIS", "--root", "polysandbox-eval(1)", "polysandbox-man(1)"] {
+        assert!(main.contains(w), "no {w:?} in polysandbox.1:\n{main}");
+    }
+    assert!(!main.contains("each-test"), "{main}");
+    for sub in &subs {
+        let page = render(&format!("polysandbox-{sub}.1"));
+        assert!(page.contains(&format!("polysandbox-{sub} - ")), "{sub}:\n{page}");
+        assert!(page.contains(&format!("polysandbox {sub}")), "{sub}: no synopsis:\n{page}");
+    }
+    let run = render("polysandbox-run.1");
+    assert!(run.contains("--memory") && run.contains("--stats-json"), "{run}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -19,6 +19,7 @@ macro_rules! out {
 
 mod calibrate;
 mod common;
+mod completions;
 mod each_test;
 mod eval;
 mod format;
@@ -28,6 +29,7 @@ mod images;
 mod import;
 mod inspect;
 mod login;
+mod man;
 mod prune;
 mod pull;
 mod rmi;
@@ -42,7 +44,9 @@ use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
 Exit status of a command line that cannot be parsed: 2, with what is wrong and the usage; for
-`run`, 125 (as podman's: 2 may be its command's own). Each subcommand's --help has the rest.";
+`run`, 125 (as podman's: 2 may be its command's own). Each subcommand's --help has the rest;
+`man polysandbox-SUBCOMMAND` too, once the pages are installed (`polysandbox man --help`).
+Shell completions: `polysandbox completions bash` (zsh, fish, ...).";
 
 #[derive(Parser)]
 #[command(
@@ -93,6 +97,10 @@ enum Command {
     Logout(login::LogoutArgs),
     /// Remove blobs and rootfs no image refers to.
     Prune(prune::PruneArgs),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(completions::CompletionsArgs),
+    /// Print the manual page of polysandbox or of a subcommand, or write them all (-o DIR).
+    Man(man::ManArgs),
     /// Inside a sandbox: run a runner's tests one process each, measured (eval and `test` use it).
     #[command(hide = true)]
     EachTest(each_test::EachTestArgs),
@@ -141,6 +149,8 @@ pub fn main() -> i32 {
         Command::Login(args) => login::login(args),
         Command::Logout(args) => login::logout(args),
         Command::Prune(args) => prune::main(args),
+        Command::Completions(args) => completions::main(args),
+        Command::Man(args) => man::main(args),
         Command::EachTest(args) => each_test::main(args),
     };
     // No init of ours outlives us unreaped.
@@ -289,6 +299,18 @@ fn stats_json_of(args: impl IntoIterator<Item = OsString>) -> Option<PathBuf> {
         }
     }
     found
+}
+
+/// Writes what a subcommand made (a script, a page) to stdout, as `out!` does: a reader that
+/// went away ends the process quietly with 141. Returns the exit status.
+pub(crate) fn write_stdout(bytes: &[u8]) -> i32 {
+    use std::io::Write as _;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(bytes).and_then(|_| o.flush()) {
+        Ok(()) => 0,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => 141,
+        Err(e) => error(format!("writing to stdout: {e}")),
+    }
 }
 
 /// Prints one error line, the way every subcommand reports its own failures.
