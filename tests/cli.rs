@@ -411,6 +411,8 @@ fn bash_completion_parses_and_completes_subcommands() {
         stdout(&o).lines().map(|l| l.trim().to_string()).filter(|l| !l.is_empty()).collect()
     };
     assert_eq!(complete(&["polysandbox", "ev"]), ["eval"]);
+    // Hidden subcommands are not offered.
+    assert_eq!(complete(&["polysandbox", "e"]), ["eval"]);
     assert_eq!(complete(&["polysandbox", "compl"]), ["completions"]);
     assert!(complete(&["polysandbox", "run", "--mem"]).contains(&"--memory".to_string()));
     assert!(complete(&["polysandbox", "completions", "z"]).contains(&"zsh".to_string()));

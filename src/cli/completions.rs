@@ -19,6 +19,16 @@ pub struct CompletionsArgs {
 
 pub fn main(a: CompletionsArgs) -> i32 {
     let mut script = Vec::new();
-    clap_complete::generate(a.shell, &mut super::Cli::command(), "polysandbox", &mut script);
+    clap_complete::generate(a.shell, &mut visible(super::Cli::command()), "polysandbox", &mut script);
     super::write_stdout(&script)
+}
+
+/// The command line without its hidden subcommands, which clap_complete would otherwise offer
+/// (`polysandbox e<TAB>` would give `each-test` beside `eval`).
+fn visible(cmd: clap::Command) -> clap::Command {
+    let subs: Vec<clap::Command> = cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned().collect();
+    cmd.get_arguments()
+        .fold(clap::Command::new("polysandbox"), |c, a| c.arg(a.clone()))
+        .subcommand_required(true)
+        .subcommands(subs)
 }
