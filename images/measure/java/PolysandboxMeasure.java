@@ -7,12 +7,15 @@
 // to the file named by POLYSANDBOX_MEASURE (the host's FIFO):
 //
 //   {"test": NAME, "wall_s": ..., "cpu_user_s": ..., "cpu_system_s": ..., "memory_peak_bytes": ...,
-//    "method": "in-runner", "cpu_clock": "process", "memory": "vmhwm"}
+//    "method": "in-runner", "cpu_clock": "process-less-jvm", "memory": "vmhwm"}
 //
 // NAME is classname + "." + name as the legacy XML reporter writes them (LegacyReportingUtils'
 // class name, the identifier's legacy reporting name). CPU: utime and stime of /proc/self/stat
-// (every thread of the JVM: the test's, and the JIT compiler's and the garbage collector's while
-// it runs; in clock ticks of 10 ms). Wall: System.nanoTime(). Memory: VmHWM of /proc/self/status
+// (every thread of the JVM, those that ended too; in clock ticks of 10 ms) less what the JVM's
+// own service threads used meanwhile, each read from /proc/self/task/TID/stat by its name: the
+// JIT compilers', the garbage collectors' and the VM thread's, whose work lands on whichever
+// test runs when they get a core ("cpu_clock": "process-less-jvm"; a test's own threads, its
+// children's aside, are counted). Wall: System.nanoTime(). Memory: VmHWM of /proc/self/status
 // after writing "5" to /proc/self/clear_refs at the test's start.
 //
 // Without POLYSANDBOX_MEASURE it does nothing; its own failures are swallowed: it never changes a
@@ -24,6 +27,7 @@ import java.io.FileOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -40,6 +44,7 @@ public class PolysandboxMeasure implements TestExecutionListener {
     private final String path;
     private volatile TestPlan plan;
     private final Map<String, long[]> started = new ConcurrentHashMap<>();
+    private final Map<String, Map<Integer, long[]>> startedService = new ConcurrentHashMap<>();
     private final Object lock = new Object();
     private OutputStream out;
     private boolean broken;
@@ -74,10 +79,12 @@ public class PolysandboxMeasure implements TestExecutionListener {
                 return;
             }
             long reset = resetPeak() ? 1 : 0;
+            Map<Integer, long[]> service = serviceTicks();
             long[] cpu = cpuTicks();
             if (cpu == null) {
                 return;
             }
+            startedService.put(id.getUniqueId(), service);
             started.put(id.getUniqueId(), new long[] {reset, System.nanoTime(), cpu[0], cpu[1]});
         } catch (Throwable t) {
             // never the test's business
@@ -95,10 +102,25 @@ public class PolysandboxMeasure implements TestExecutionListener {
             }
             long wall1 = System.nanoTime();
             long[] cpu = cpuTicks();
+            Map<Integer, long[]> service = serviceTicks();
             long[] start = started.remove(id.getUniqueId());
+            Map<Integer, long[]> serviceStart = startedService.remove(id.getUniqueId());
             if (start == null || cpu == null) {
                 return;
             }
+            // What the service threads alive at the end used since the start (a thread made
+            // meanwhile, from 0; one that ended meanwhile stays in the test's figure).
+            long serviceUser = 0;
+            long serviceSystem = 0;
+            if (serviceStart != null) {
+                for (Map.Entry<Integer, long[]> e : service.entrySet()) {
+                    long[] was = serviceStart.get(e.getKey());
+                    serviceUser += Math.max(0, e.getValue()[0] - (was == null ? 0 : was[0]));
+                    serviceSystem += Math.max(0, e.getValue()[1] - (was == null ? 0 : was[1]));
+                }
+            }
+            cpu[0] = Math.max(start[2], cpu[0] - serviceUser);
+            cpu[1] = Math.max(start[3], cpu[1] - serviceSystem);
             long peak = vmhwmBytes();
             if (peak < 0) {
                 return;
@@ -110,7 +132,7 @@ public class PolysandboxMeasure implements TestExecutionListener {
             seconds(b.append(", \"cpu_user_s\": "), (cpu[0] - start[2]) * TICK_US);
             seconds(b.append(", \"cpu_system_s\": "), (cpu[1] - start[3]) * TICK_US);
             b.append(", \"memory_peak_bytes\": ").append(peak);
-            b.append(", \"method\": \"in-runner\", \"cpu_clock\": \"process\", \"memory\": ");
+            b.append(", \"method\": \"in-runner\", \"cpu_clock\": \"process-less-jvm\", \"memory\": ");
             b.append(start[0] == 1 ? "\"vmhwm\"" : "\"vmhwm-unreset\"").append("}\n");
             write(b.toString().getBytes(StandardCharsets.US_ASCII));
         } catch (Throwable t) {
@@ -192,35 +214,91 @@ public class PolysandboxMeasure implements TestExecutionListener {
         return v;
     }
 
+    /** The JVM's own service threads, by the name the JVM gives them (15 bytes at most). */
+    private static final String[] SERVICE = {
+        "C1 CompilerThre", "C2 CompilerThre", "GC Thread#", "G1 ", "VM Thread", "VM Periodic Tas",
+        "Sweeper thread", "Monitor Deflati",
+    };
+
+    /** utime and stime of each of the JVM's service threads, by thread id (empty without /proc). */
+    private static Map<Integer, long[]> serviceTicks() {
+        Map<Integer, long[]> ticks = new HashMap<>();
+        try {
+            String[] tids = new java.io.File("/proc/self/task").list();
+            if (tids == null) {
+                return ticks;
+            }
+            byte[] buf = new byte[1024];
+            for (String tid : tids) {
+                try {
+                    String file = new StringBuilder("/proc/self/task/").append(tid).append("/stat").toString();
+                    int n = readProc(file, buf);
+                    int open = 0;
+                    while (open < n && buf[open] != '(') {
+                        open++;
+                    }
+                    int close = n - 1;
+                    while (close > open && buf[close] != ')') {
+                        close--;
+                    }
+                    if (close <= open) {
+                        continue;
+                    }
+                    String comm = new String(buf, open + 1, close - open - 1, StandardCharsets.ISO_8859_1);
+                    boolean service = false;
+                    for (String prefix : SERVICE) {
+                        service |= comm.startsWith(prefix);
+                    }
+                    if (!service) {
+                        continue;
+                    }
+                    long[] t = statTimes(buf, n);
+                    if (t != null) {
+                        ticks.put(Integer.valueOf(tid), t);
+                    }
+                } catch (Throwable t) {
+                    // the thread ended meanwhile
+                }
+            }
+        } catch (Throwable t) {
+            // no /proc
+        }
+        return ticks;
+    }
+
     /** utime and stime (fields 14 and 15 of /proc/self/stat), in clock ticks. */
     private static long[] cpuTicks() {
         try {
             byte[] buf = new byte[1024];
-            int n = readProc("/proc/self/stat", buf);
-            // The command name (field 2) may hold spaces and parentheses: count from its end.
-            int i = n - 1;
-            while (i >= 0 && buf[i] != ')') {
-                i--;
-            }
-            if (i < 0) {
-                return null;
-            }
-            // ") S ppid ...": field 3 starts at i + 2; utime is field 14, 11 spaces further.
-            i += 2;
-            for (int field = 3; field < 14 && i < n; i++) {
-                if (buf[i] == ' ') {
-                    field++;
-                }
-            }
-            long utime = number(buf, i, n);
-            while (i < n && buf[i] != ' ') {
-                i++;
-            }
-            long stime = number(buf, i, n);
-            return utime < 0 || stime < 0 ? null : new long[] {utime, stime};
+            return statTimes(buf, readProc("/proc/self/stat", buf));
         } catch (Throwable t) {
             return null;
         }
+    }
+
+    /** utime and stime (fields 14 and 15) of a stat file's n bytes in buf. */
+    private static long[] statTimes(byte[] buf, int n) {
+        // The command name (field 2) may hold spaces and parentheses: count from its end.
+        int i = n - 1;
+        while (i >= 0 && buf[i] != ')') {
+            i--;
+        }
+        if (i < 0) {
+            return null;
+        }
+        // ") S ppid ...": field 3 starts at i + 2; utime is field 14, 11 spaces further.
+        i += 2;
+        for (int field = 3; field < 14 && i < n; i++) {
+            if (buf[i] == ' ') {
+                field++;
+            }
+        }
+        long utime = number(buf, i, n);
+        while (i < n && buf[i] != ' ') {
+            i++;
+        }
+        long stime = number(buf, i, n);
+        return utime < 0 || stime < 0 ? null : new long[] {utime, stime};
     }
 
     private static final byte[] VMHWM = {'\n', 'V', 'm', 'H', 'W', 'M', ':'};
