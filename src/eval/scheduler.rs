@@ -198,15 +198,8 @@ pub fn run(
     }
     let preds = load_predictions(&o.predictions, &all)?;
     let selected = select(all, o)?;
-    // Each format's instances, for the files it writes of its own.
-    let mut by_format: Vec<(&'static dyn formats::Format, Vec<Instance>)> =
-        formats::REGISTRY.iter().map(|f| (*f, Vec::new())).collect();
-    for i in &selected {
-        let f = formats::of(i);
-        if let Some((_, insts)) = by_format.iter_mut().find(|(g, _)| g.name() == f.name()) {
-            insts.push(i.clone());
-        }
-    }
+    // Each format writes its own files for the selected instances it owns (report.rs).
+    let selected_all = selected.clone();
     let dirs = names::assign(selected.iter().map(|i| i.id.as_str()));
     std::fs::create_dir_all(o.output.join("logs")).map_err(|e| format!("--output {}: {e}", o.output.display()))?;
     // The scratch trees and report FIFOs are the caller's alone.
@@ -485,14 +478,6 @@ pub fn run(
     done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
-    let summary = report::summary(&done, wall, &o.predictions);
-    let write = |name: &str, text: String| {
-        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
-    };
-    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
-    write("junit.xml", report::junit(&done))?;
-    for (f, insts) in &by_format {
-        f.write_files(o, &preds, insts, &done)?;
-    }
+    report::write_outputs(o, &preds, &selected_all, &done, wall)?;
     Ok((done, interrupted, wall))
 }
