@@ -52,7 +52,8 @@ pub struct EvalArgs {
     /// A deterministic sample of N instances (SWE-bench's -n/--namespace is --namespace here).
     #[arg(short = 'n', long = "sample", value_name = "N", value_parser = parse_sample, allow_hyphen_values = true)]
     sample: Option<usize>,
-    /// Where results.jsonl, report.json, junit.xml and logs/ go.
+    /// Where results.jsonl, report.json, junit.xml, logs/ and settings.json (what was graded
+    /// and how) go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
     output: PathBuf,
     /// Continue the run in --output: instances whose prediction and settings are unchanged
@@ -316,6 +317,7 @@ pub fn main(a: EvalArgs) -> i32 {
         return rewrite(&o, &label, a.fail_under);
     }
     let named = a.calibration.is_some();
+    o.calibration_file = a.calibration.clone().map(abs);
     o.calibration = match calibration_for(&o, a.calibration.clone(), a.no_calibration) {
         Ok(c) => c,
         Err(e) => return super::error(e),

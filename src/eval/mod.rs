@@ -27,6 +27,7 @@ pub mod report;
 pub mod result;
 pub mod rewrite;
 pub mod scheduler;
+pub mod settings;
 pub mod tamper;
 pub mod verdict;
 pub mod vs_gold;

@@ -218,6 +218,8 @@ pub fn run(
             o.output.display()
         ));
     }
+    // What this run is asked to grade and how, for `merge` (and anyone reading the output).
+    super::settings::Settings::of(o).write(&o.output)?;
     let earlier: HashMap<String, InstanceResult> = earlier.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
 
     let mut digests: HashMap<String, Option<String>> = HashMap::new();
