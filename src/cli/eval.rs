@@ -57,7 +57,9 @@ pub struct EvalArgs {
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
     output: PathBuf,
     /// Continue the run in --output: instances whose prediction and settings are unchanged
-    /// keep their verdicts (infrastructure errors run again).
+    /// keep their verdicts (infrastructure errors run again). An instance graded again (its
+    /// prediction or a setting changed, or an error) has its line in results.jsonl replaced:
+    /// one line per instance.
     #[arg(long)]
     resume: bool,
     /// Retries of an instance that ended in an infrastructure error.

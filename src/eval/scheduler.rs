@@ -334,6 +334,21 @@ pub fn run(
     for j in jobs.iter_mut().filter(|j| j.image_digest.is_none()) {
         j.image_digest = image_digest(o, &j.image);
     }
+    // --resume: an instance graded again (its prediction or settings changed, or an error)
+    // replaces its earlier line: results.jsonl holds one line per instance. The earlier lines
+    // of the others are kept, written whole and put in place before anything runs.
+    if !earlier.is_empty() {
+        let again: HashSet<&str> =
+            fresh.iter().map(|r| r.instance_id.as_str()).chain(jobs.iter().map(|j| j.inst.id.as_str())).collect();
+        let mut kept: Vec<&InstanceResult> =
+            earlier.values().filter(|r| !again.contains(r.instance_id.as_str())).collect();
+        kept.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        let text: String = kept.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
+        let tmp = results_path.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &results_path))
+            .map_err(|e| format!("{}: {e}", results_path.display()))?;
+    }
     let mut results = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
