@@ -65,7 +65,8 @@ pub struct EvalArgs {
     /// Retries of an instance that ended in an infrastructure error.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     retries: u32,
-    /// Run shard I of N (from 1), a deterministic split for job arrays.
+    /// Run shard I of N (from 1), a deterministic split for job arrays; `polysandbox merge`
+    /// makes the shards' outputs one.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<(usize, usize)>,
     /// What goes to stdout at the end.
@@ -424,7 +425,7 @@ pub const INFRASTRUCTURE: i32 = 3;
 pub const INTERRUPTED: i32 = 130;
 
 /// `--fail-under`'s rate: a fraction from 0 to 1, or a percentage.
-fn parse_rate(s: &str) -> Result<f64, String> {
+pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
     let (num, scale) = match s.trim().strip_suffix('%') {
         Some(p) => (p, 100.0),
         None => (s.trim(), 1.0),
@@ -444,7 +445,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 /// The exit status of a finished (not interrupted) run, and why when not 0: infrastructure
 /// errors first (the score is incomplete), then the score against every scored instance or
 /// `fail_under`.
-fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
+pub(super) fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
     let scored: Vec<&InstanceResult> = results.iter().filter(|r| r.scored()).collect();
     let errors = scored.iter().filter(|r| r.verdict == eval::Verdict::Error).count();
     let resolved = scored.iter().filter(|r| r.verdict == eval::Verdict::Resolved).count();

@@ -15,6 +15,7 @@ pub mod driver;
 pub mod formats;
 pub mod instance;
 pub mod kit;
+pub mod merge;
 pub mod names;
 pub mod options;
 pub mod parsers;

@@ -63,7 +63,7 @@ pub(crate) fn valid_image(image: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid image reference {shown:?} in the dataset: {e}"))
 }
 
-fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
+pub(crate) fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
     if !o.languages.is_empty() {
         all.retain(|i| o.languages.contains(&i.language));
     }
