@@ -16,7 +16,8 @@ Refused, with one line and nothing written: OUT that exists and is not empty; a 
   no settings.json (written by eval) or run without --shard; shards of different runs (the
   dataset, predictions or their content, images, limits, calibration, --strict, ...: every
   setting of settings.json but the shard); a shard given twice or missing; an instance in two
-  shards; a shard with instances left without a result (finish it with eval --resume). The
+  shards, or a file two shards both hold; a shard with instances left without a result (finish
+  it with eval --resume). The
   shards' dataset and predictions must still be where they ran (the harnesses' reports are
   made from them).
 Written to a directory beside OUT, then renamed to OUT: a failure leaves nothing.
