@@ -124,22 +124,29 @@ fn resume_skips_only_unchanged_instances() {
         assert_eq!(code(&r.out), 1, "the stub is not resolved: {}", stderr(&r.out));
         assert_eq!(r.results().len(), 1, "{m:?}: nothing reran");
         assert_eq!(r.report()["unresolved"], 1);
-        // Other limits are other settings: a different --pids runs it again.
+        // Other limits are other settings: a different --pids runs it again, its new result
+        // replacing the earlier line (one line per instance, whatever reran).
+        // (Each run's key read as it ends: they all write the same results.jsonl.)
+        let key = |r: &Run| r.result("python/sum-two")["key"].as_str().unwrap().to_string();
+        let resumed_key = key(&r);
         let mut pids = resumed.clone();
         pids.extend(["--pids", "512"]);
         let p2 = eval_in(m, &dir, &pids);
-        assert_eq!((code(&p2.out), p2.results().len()), (1, 2), "{m:?}: {}", stderr(&p2.out));
+        assert_eq!((code(&p2.out), p2.results().len()), (1, 1), "{m:?}: {}", stderr(&p2.out));
+        let pids_key = key(&p2);
+        assert_ne!(pids_key, resumed_key, "{m:?}: --pids did not run it again");
         // So is --strict: a flagged prediction resolved without it is unresolved with it, so a
         // verdict reached without it is not kept (it was).
         let mut strict = pids.clone();
         strict.push("--strict");
         let s2 = eval_in(m, &dir, &strict);
-        assert_eq!((code(&s2.out), s2.results().len()), (1, 3), "{m:?}: --strict kept a verdict: {}", stderr(&s2.out));
-        // A different prediction is a different instance run.
+        assert_eq!((code(&s2.out), s2.results().len()), (1, 1), "{m:?}: {}", stderr(&s2.out));
+        assert_ne!(key(&s2), pids_key, "{m:?}: --strict kept a verdict");
+        // A different prediction is a different instance run, replacing the earlier line.
         let mut changed = resumed.clone();
         changed[4] = "gold";
         let c = eval_in(m, &dir, &changed);
-        assert_eq!(c.results().len(), 4, "{m:?}");
+        assert_eq!(c.results().len(), 1, "{m:?}: {}", stderr(&c.out));
         assert_eq!(c.verdict("python/sum-two"), "resolved");
         assert_eq!(c.report()["resolved"], 1);
     }

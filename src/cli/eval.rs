@@ -52,17 +52,21 @@ pub struct EvalArgs {
     /// A deterministic sample of N instances (SWE-bench's -n/--namespace is --namespace here).
     #[arg(short = 'n', long = "sample", value_name = "N", value_parser = parse_sample, allow_hyphen_values = true)]
     sample: Option<usize>,
-    /// Where results.jsonl, report.json, junit.xml and logs/ go.
+    /// Where results.jsonl, report.json, junit.xml, logs/ and settings.json (what was graded
+    /// and how) go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
     output: PathBuf,
     /// Continue the run in --output: instances whose prediction and settings are unchanged
-    /// keep their verdicts (infrastructure errors run again).
+    /// keep their verdicts (infrastructure errors run again). An instance graded again (its
+    /// prediction or a setting changed, or an error) has its line in results.jsonl replaced:
+    /// one line per instance.
     #[arg(long)]
     resume: bool,
     /// Retries of an instance that ended in an infrastructure error.
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     retries: u32,
-    /// Run shard I of N (from 1), a deterministic split for job arrays.
+    /// Run shard I of N (from 1), a deterministic split for job arrays; `polysandbox merge`
+    /// makes the shards' outputs one.
     #[arg(long, value_name = "I/N", value_parser = parse_shard)]
     shard: Option<(usize, usize)>,
     /// What goes to stdout at the end.
@@ -316,6 +320,7 @@ pub fn main(a: EvalArgs) -> i32 {
         return rewrite(&o, &label, a.fail_under);
     }
     let named = a.calibration.is_some();
+    o.calibration_file = a.calibration.clone().map(abs);
     o.calibration = match calibration_for(&o, a.calibration.clone(), a.no_calibration) {
         Ok(c) => c,
         Err(e) => return super::error(e),
@@ -420,7 +425,7 @@ pub const INFRASTRUCTURE: i32 = 3;
 pub const INTERRUPTED: i32 = 130;
 
 /// `--fail-under`'s rate: a fraction from 0 to 1, or a percentage.
-fn parse_rate(s: &str) -> Result<f64, String> {
+pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
     let (num, scale) = match s.trim().strip_suffix('%') {
         Some(p) => (p, 100.0),
         None => (s.trim(), 1.0),
@@ -440,7 +445,7 @@ fn parse_rate(s: &str) -> Result<f64, String> {
 /// The exit status of a finished (not interrupted) run, and why when not 0: infrastructure
 /// errors first (the score is incomplete), then the score against every scored instance or
 /// `fail_under`.
-fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
+pub(super) fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
     let scored: Vec<&InstanceResult> = results.iter().filter(|r| r.scored()).collect();
     let errors = scored.iter().filter(|r| r.verdict == eval::Verdict::Error).count();
     let resolved = scored.iter().filter(|r| r.verdict == eval::Verdict::Resolved).count();

@@ -30,6 +30,7 @@ mod import;
 mod inspect;
 mod login;
 mod man;
+mod merge;
 mod prune;
 mod pull;
 mod rmi;
@@ -72,6 +73,8 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
     Eval(eval::EvalArgs),
+    /// Merge the output directories of one eval run's shards (--shard I/N) into one.
+    Merge(merge::MergeArgs),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
     Calibrate(calibrate::CalibrateArgs),
     /// Run a project's test suite in a sandbox with one of eval's runners; each test's CPU,
@@ -137,6 +140,7 @@ pub fn main() -> i32 {
     let code = match cli.command {
         Command::Run(args) => run::main(*args),
         Command::Eval(args) => eval::main(args),
+        Command::Merge(args) => merge::main(args),
         Command::Calibrate(args) => calibrate::main(args),
         Command::Test(args) => test::main(args),
         Command::Pull(args) => pull::main(args),

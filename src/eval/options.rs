@@ -63,6 +63,8 @@ pub struct Options {
     pub binary: PathBuf,
     /// What gold does here, per instance (see calibration.rs).
     pub calibration: Option<calibration::Calibration>,
+    /// The calibration file named by --calibration (none: the dataset's default, or none).
+    pub calibration_file: Option<PathBuf>,
     /// SWE-bench: the registry namespace of the instance images (`none`: locally built
     /// names), and their tag; given, they name every instance's image, over the record's.
     pub namespace: Option<String>,
@@ -110,6 +112,7 @@ impl Options {
             root: None,
             binary,
             calibration: None,
+            calibration_file: None,
             namespace: None,
             instance_image_tag: None,
             run_id: "polysandbox".into(),

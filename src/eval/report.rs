@@ -116,6 +116,32 @@ pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) ->
     Value::Object(m)
 }
 
+/// Every report of a finished run, from its results: report.json, junit.xml, and each
+/// format's own files (SWE-bench's run report, Multi-SWE-bench's final_report.json) for the
+/// instances of `insts` it owns. eval, `--rewrite_reports` and `merge` all write them here.
+pub fn write_outputs(
+    o: &super::Options,
+    preds: &super::predictions::Predictions,
+    insts: &[super::instance::Instance],
+    results: &[InstanceResult],
+    wall: Duration,
+) -> Result<(), String> {
+    let write = |name: &str, text: String| {
+        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
+    };
+    let summary = summary(results, wall, &o.predictions);
+    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
+    write("junit.xml", junit(results))?;
+    for f in super::formats::REGISTRY {
+        let mine: Vec<super::instance::Instance> =
+            insts.iter().filter(|i| super::formats::of(i).name() == f.name()).cloned().collect();
+        if !mine.is_empty() {
+            f.write_files(o, preds, &mine, results)?;
+        }
+    }
+    Ok(())
+}
+
 /// Every measured test of the run: (instance, test name, its usage).
 fn measured_tests(results: &[InstanceResult]) -> Vec<(&str, &str, &crate::measure::TestUsage)> {
     results

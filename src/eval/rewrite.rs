@@ -63,22 +63,7 @@ pub fn rewrite(o: &Options) -> Result<(Vec<InstanceResult>, Vec<String>), String
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let write = |name: &str, text: String| {
-        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
-    };
-    let summary = report::summary(&results, started.elapsed(), &o.predictions);
-    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
-    write("junit.xml", report::junit(&results))?;
-    for f in formats::REGISTRY {
-        let mine: Vec<Instance> = results
-            .iter()
-            .map(|r| insts[r.instance_id.as_str()])
-            .filter(|i| formats::of(i).name() == f.name())
-            .cloned()
-            .collect();
-        if !mine.is_empty() {
-            f.write_files(o, &preds, &mine, &results)?;
-        }
-    }
+    let mine: Vec<Instance> = results.iter().map(|r| insts[r.instance_id.as_str()].clone()).collect();
+    report::write_outputs(o, &preds, &mine, &results, started.elapsed())?;
     Ok((results, notes))
 }

@@ -63,7 +63,7 @@ pub(crate) fn valid_image(image: &str) -> Result<(), String> {
         .map_err(|e| format!("invalid image reference {shown:?} in the dataset: {e}"))
 }
 
-fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
+pub(crate) fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance>, String> {
     if !o.languages.is_empty() {
         all.retain(|i| o.languages.contains(&i.language));
     }
@@ -198,15 +198,8 @@ pub fn run(
     }
     let preds = load_predictions(&o.predictions, &all)?;
     let selected = select(all, o)?;
-    // Each format's instances, for the files it writes of its own.
-    let mut by_format: Vec<(&'static dyn formats::Format, Vec<Instance>)> =
-        formats::REGISTRY.iter().map(|f| (*f, Vec::new())).collect();
-    for i in &selected {
-        let f = formats::of(i);
-        if let Some((_, insts)) = by_format.iter_mut().find(|(g, _)| g.name() == f.name()) {
-            insts.push(i.clone());
-        }
-    }
+    // Each format writes its own files for the selected instances it owns (report.rs).
+    let selected_all = selected.clone();
     let dirs = names::assign(selected.iter().map(|i| i.id.as_str()));
     std::fs::create_dir_all(o.output.join("logs")).map_err(|e| format!("--output {}: {e}", o.output.display()))?;
     // The scratch trees and report FIFOs are the caller's alone.
@@ -225,6 +218,8 @@ pub fn run(
             o.output.display()
         ));
     }
+    // What this run is asked to grade and how, for `merge` (and anyone reading the output).
+    super::settings::Settings::of(o).write(&o.output)?;
     let earlier: HashMap<String, InstanceResult> = earlier.into_iter().map(|r| (r.instance_id.clone(), r)).collect();
 
     let mut digests: HashMap<String, Option<String>> = HashMap::new();
@@ -338,6 +333,21 @@ pub fn run(
     // The digest of an image the probe has just pulled.
     for j in jobs.iter_mut().filter(|j| j.image_digest.is_none()) {
         j.image_digest = image_digest(o, &j.image);
+    }
+    // --resume: an instance graded again (its prediction or settings changed, or an error)
+    // replaces its earlier line: results.jsonl holds one line per instance. The earlier lines
+    // of the others are kept, written whole and put in place before anything runs.
+    if !earlier.is_empty() {
+        let again: HashSet<&str> =
+            fresh.iter().map(|r| r.instance_id.as_str()).chain(jobs.iter().map(|j| j.inst.id.as_str())).collect();
+        let mut kept: Vec<&InstanceResult> =
+            earlier.values().filter(|r| !again.contains(r.instance_id.as_str())).collect();
+        kept.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
+        let text: String = kept.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
+        let tmp = results_path.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &results_path))
+            .map_err(|e| format!("{}: {e}", results_path.display()))?;
     }
     let mut results = std::fs::OpenOptions::new()
         .create(true)
@@ -485,14 +495,6 @@ pub fn run(
     done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
-    let summary = report::summary(&done, wall, &o.predictions);
-    let write = |name: &str, text: String| {
-        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
-    };
-    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
-    write("junit.xml", report::junit(&done))?;
-    for (f, insts) in &by_format {
-        f.write_files(o, &preds, insts, &done)?;
-    }
+    report::write_outputs(o, &preds, &selected_all, &done, wall)?;
     Ok((done, interrupted, wall))
 }
