@@ -28,6 +28,7 @@ mod images;
 mod import;
 mod inspect;
 mod login;
+mod progress;
 mod prune;
 mod pull;
 mod rmi;

@@ -63,12 +63,15 @@ pub fn rewrite(o: &Options) -> Result<(Vec<InstanceResult>, Vec<String>), String
     std::fs::write(&tmp, text)
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| format!("{}: {e}", path.display()))?;
-    let write = |name: &str, text: String| {
-        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
+    let out = report::Outputs {
+        wall: started.elapsed(),
+        predictions: o.predictions.clone(),
+        label: o.label.clone(),
+        interrupted: None,
+        summary_md: o.summary_md.clone(),
+        step_summary: o.step_summary,
     };
-    let summary = report::summary(&results, started.elapsed(), &o.predictions);
-    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
-    write("junit.xml", report::junit(&results))?;
+    report::write_outputs(&o.output, &results, &out)?;
     for f in formats::REGISTRY {
         let mine: Vec<Instance> = results
             .iter()
