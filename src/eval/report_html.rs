@@ -30,6 +30,18 @@ fn esc(s: &str) -> String {
     out
 }
 
+/// A relative path as a link's target: the characters a URL gives a meaning to, escaped.
+fn href(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 /// A JSON pointer to `path` (RFC 6901).
 fn pointer(path: &[&str]) -> String {
     path.iter().map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1"))).collect()
@@ -184,12 +196,21 @@ pub fn html(results: &[InstanceResult], summary: &Value, output: &std::path::Pat
     h += "<th>wall</th>";
     h += &num(summary, &["wall_time_s"], &|x| format!("{x:.1} s"));
     h += "</tr></table>\n";
+    if let Some(p) = summary["predictions"].as_str() {
+        let what = match p {
+            "gold" => "gold, the dataset's reference solutions",
+            "stub" => "stub, the files as shipped",
+            p => p,
+        };
+        let _ = writeln!(h, "<p id=\"predictions\">Predictions: <code>{}</code></p>", esc(what));
+    }
     if summary["calibrated"] == Value::Bool(false) {
         h += "<p>Graded without a calibration (weaker controls; the tests gold passes are not pinned by name).</p>\n";
     }
 
     // Per language, then every instance.
-    let verdicts = ["resolved", "unresolved", "empty_patch", "patch_failed", "timeout", "oom", "error"];
+    let verdicts =
+        ["resolved", "unresolved", "empty_patch", "no_prediction", "patch_failed", "timeout", "oom", "error"];
     h += "<h2>Per language</h2>\n<table id=\"languages\"><thead><tr><th>language</th><th>total</th>";
     for v in verdicts {
         let _ = write!(h, "<th>{}</th>", v.replace('_', " "));
@@ -254,7 +275,7 @@ pub fn html(results: &[InstanceResult], summary: &Value, output: &std::path::Pat
               <th data-sort=\"memory\" data-numeric>peak memory</th><th class=\"text\">log</th></tr></thead><tbody>\n";
         for r in &failed {
             let log = super::report::log_path(output, r)
-                .map(|path| format!("<a href=\"{}\">{}</a>", esc(&path), esc(&path)))
+                .map(|path| format!("<a href=\"{}\">{}</a>", esc(&href(&path)), esc(&path)))
                 .unwrap_or_default();
             let class = if r.verdict == Verdict::Resolved { "verdict-resolved" } else { "verdict-failed" };
             let _ = writeln!(
@@ -311,5 +332,6 @@ mod tests {
         assert!(page.contains(r#"data-json="/by_language/py&quot;thon/unresolved" data-value="1">1</td>"#), "{page}");
         assert!(page.contains(r#"<a href="logs/x/test_output.txt">"#), "{page}");
         assert_eq!(pointer(&["a/b", "c~d"]), "/a~1b/c~0d");
+        assert_eq!(href("logs/a b#1?/test_output.txt"), "logs/a%20b%231%3F/test_output.txt");
     }
 }
