@@ -841,9 +841,10 @@ pub fn markdown(
         m += &format!("> **Interrupted**: {}\n\n", md_cell(line, 2000));
     }
     m += &format!(
-        "Predictions: {}. {} instances in {:.1} s.\n\n",
+        "Predictions: {}. {} instance{} in {:.1} s.\n\n",
         md_cell(predictions, 300),
         results.len(),
+        if results.len() == 1 { "" } else { "s" },
         wall.as_secs_f64()
     );
     // Per language.

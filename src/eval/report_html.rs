@@ -3,7 +3,8 @@
 //! a CI job's artifacts or a laptop, offline, it shows per-language results with report.json's
 //! numbers, each instance's wall time, CPU time and peak memory as bar charts, and the
 //! instances that did not resolve in a table sorted by a click on a column, each with a link
-//! to its log (a relative path, beside the page in the output directory).
+//! to its log (a relative path, beside the page in the output directory). An address ending
+//! in `#sort=wall` (or cpu, memory, verdict, ...; `:ascending`) opens it sorted.
 //!
 //! Every number taken from report.json carries its place there (`data-json`, a JSON pointer)
 //! and its value (`data-value`), and every chart bar its instance and value, so that a test
@@ -126,6 +127,10 @@ const SCRIPT: &str = r#"
     th.addEventListener("click", go);
     th.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); go(); } });
   });
+  // An address ending in #sort=COLUMN[:ascending|descending] opens the failures sorted.
+  var m = /^#sort=(\w+)(?::(ascending|descending))?$/.exec(window.location.hash);
+  var failures = document.getElementById("failures");
+  if (m && failures) { sortTable(failures, m[1], m[2] || "descending"); }
   document.body.setAttribute("data-ready", "true");
 })();
 "#;
