@@ -172,6 +172,8 @@ fn timeouts_oom_edited_tests_and_fake_passes_are_caught() {
 
 #[test]
 fn resume_skips_only_unchanged_instances() {
+    // An instance's line on a terminal: its clock, its id.
+    let running = regex::Regex::new(r"\[\d\d:\d\d:\d\d\] python/sum-two ").unwrap();
     for m in modes() {
         let p = polyglot();
         let dir = m.owned_dir("resume").join("out");
@@ -191,7 +193,6 @@ fn resume_skips_only_unchanged_instances() {
                     assert!(tty.contains(shown), "{m:?}: the terminal did not show {shown:?}: {tty}");
                 }
                 // The instance running, its own clock beside it.
-                let running = regex::Regex::new(r"\[\d\d:\d\d:\d\d\] python/sum-two ").unwrap();
                 assert!(running.is_match(&tty), "{m:?}: no line for the running instance: {tty}");
                 first
             }

@@ -68,7 +68,7 @@ enum Command {
     /// Run a command in a fresh sandbox, on a root filesystem or an image.
     Run(Box<run::RunArgs>),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
     Calibrate(calibrate::CalibrateArgs),
     /// Run a project's test suite in a sandbox with one of eval's runners; each test's CPU,
@@ -129,7 +129,7 @@ pub fn main() -> i32 {
     }
     let code = match cli.command {
         Command::Run(args) => run::main(*args),
-        Command::Eval(args) => eval::main(args),
+        Command::Eval(args) => eval::main(*args),
         Command::Calibrate(args) => calibrate::main(args),
         Command::Test(args) => test::main(args),
         Command::Pull(args) => pull::main(args),

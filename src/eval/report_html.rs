@@ -269,7 +269,7 @@ pub fn html(results: &[InstanceResult], summary: &Value, output: &std::path::Pat
 
     // What did not resolve.
     let failed: Vec<&InstanceResult> = results.iter().filter(|r| r.verdict != Verdict::Resolved).collect();
-    let _ = write!(h, "<h2>Not resolved ({})</h2>\n", failed.len());
+    let _ = writeln!(h, "<h2>Not resolved ({})</h2>", failed.len());
     if failed.is_empty() {
         h += "<p>Every instance resolved.</p>\n";
     } else {
