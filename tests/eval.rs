@@ -48,20 +48,85 @@ fn gold_resolves_and_stub_does_not_in_every_language() {
         assert_eq!(rep["resolved"], l.len(), "{m:?}: {rep}");
         assert_eq!(rep["accuracy_score"], 1.0);
         assert_eq!(rep["by_language"]["python"]["resolved"], 1);
-        assert!(std::fs::read_to_string(gold.dir.join("junit.xml"))
-            .unwrap()
-            .contains("<testcase classname=\"python\" name=\"python/sum-two\""));
+        // junit.xml: a suite per instance, a testcase per test its runner reported (the
+        // instance its class), valid against the JUnit schemas.
+        let junit = std::fs::read_to_string(gold.dir.join("junit.xml")).unwrap();
+        assert!(junit.contains("<testcase classname=\"python/sum-two\" name=\""), "{junit}");
+        assert_junit_valid(&gold.dir.join("junit.xml"));
         assert!(stdout(&gold.out).contains("resolved"), "the summary table");
 
+        // The stub, with the Markdown summary asked for and a CI step's summary file.
         let mut a = a.clone();
-        a.extend(["-p", "stub"]);
-        let stub = eval(m, &a);
+        let md = m.owned_dir("md").join("summary.md");
+        let step = m.writable_file("step-summary.md");
+        std::fs::write(&step, "an earlier step's summary\n").unwrap();
+        let md_arg = md.display().to_string();
+        a.extend(["-p", "stub", "--summary-md", md_arg.as_str()]);
+        let stub =
+            eval_env(m, &m.owned_dir("eval").join("out"), &a, &[("GITHUB_STEP_SUMMARY", step.to_str().unwrap())]);
         // Graded, and not resolved: exit 1 (a CI step fails).
         assert_eq!(code(&stub.out), 1, "{m:?}: {}", stderr(&stub.out));
         for lang in &l {
             assert_eq!(stub.verdict(&format!("{lang}/sum-two")), "unresolved", "{m:?} {lang}");
         }
         assert_eq!(stub.report()["resolved"], 0);
+        // Each failed test a testcase with its failure, the test output's tail and where the
+        // log is; each measured test's usage among its suite's properties.
+        let junit = std::fs::read_to_string(stub.dir.join("junit.xml")).unwrap();
+        assert_junit_valid(&stub.dir.join("junit.xml"));
+        for lang in &l {
+            let id = format!("{lang}/sum-two");
+            let r = stub.result(&id);
+            let suite = junit_suite(&junit, &id);
+            let log = format!("log: logs/{}/test_output.txt", id.replace('/', "__"));
+            assert!(suite.contains(&format!("package=\"{lang}\"")), "{m:?}: {suite}");
+            assert!(
+                suite.contains(&format!("<system-out>unresolved: {}", r["reason"].as_str().unwrap())),
+                "{m:?}: {suite}"
+            );
+            assert!(suite.contains(&log), "{m:?}: {suite}");
+            let tests = r["tests"].as_array().cloned().unwrap_or_default();
+            // Catch2 gives totals only: the instance's verdict is its testcase then.
+            assert_eq!(suite.matches("<testcase ").count(), tests.len().max(1), "{m:?}: {suite}");
+            assert!(suite.matches(&format!("<testcase classname=\"{id}\"")).count() >= 1, "{m:?}: {suite}");
+            // (A test that threw is an error in JUnit's terms: Java's stub throws.)
+            let failure = suite
+                .split_once("<failure ")
+                .or_else(|| suite.split_once("<error "))
+                .unwrap_or_else(|| panic!("{m:?}: no failure: {suite}"))
+                .1;
+            assert!(
+                failure.contains("the last lines of the test output:\n") && failure.contains(&log),
+                "{m:?}: {suite}"
+            );
+            for t in tests.iter().filter(|t| t["usage"].is_object()) {
+                let name =
+                    t["name"].as_str().unwrap().replace('&', "&amp;").replace('<', "&lt;").replace('"', "&quot;");
+                assert!(
+                    suite.contains(&format!("<property name=\"{name}: memory_peak_bytes\" value=\"")),
+                    "{m:?}: {suite}"
+                );
+            }
+        }
+        // The Markdown summary: per language, each failure with its reason and log, the
+        // heaviest instances; appended to the step's summary as well.
+        let summary = std::fs::read_to_string(&md).unwrap();
+        assert!(summary.starts_with(&format!("## polysandbox eval: 0 of {} resolved (0.0%)\n", l.len())), "{summary}");
+        assert!(summary.contains("Predictions: stub (the files as shipped)."), "{summary}");
+        for lang in &l {
+            let id = format!("{lang}/sum-two");
+            assert!(summary.contains(&format!("| {lang} | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0.0% |\n")), "{summary}");
+            let reason = stub.result(&id)["reason"].as_str().unwrap().to_string();
+            let row =
+                format!("| `{id}` | unresolved | {reason} | `logs/{}/test_output.txt` |\n", id.replace('/', "__"));
+            assert!(summary.contains(&row), "{row}: {summary}");
+        }
+        assert!(summary.contains("### Slowest instances") && summary.contains("### Most memory"), "{summary}");
+        assert_eq!(std::fs::read_to_string(&step).unwrap(), format!("an earlier step's summary\n{summary}\n"));
+        // report.html: rendered in a browser (once), its numbers report.json's.
+        if m == modes()[0] {
+            assert_report_html(&stub);
+        }
     }
 }
 
@@ -107,11 +172,32 @@ fn timeouts_oom_edited_tests_and_fake_passes_are_caught() {
 
 #[test]
 fn resume_skips_only_unchanged_instances() {
+    // An instance's line on a terminal: its clock, its id.
+    let running = regex::Regex::new(r"\[\d\d:\d\d:\d\d\] python/sum-two ").unwrap();
     for m in modes() {
         let p = polyglot();
         let dir = m.owned_dir("resume").join("out");
         let args = [p.as_str(), "--filter-category", "python", "-p", "stub"];
-        let first = eval_in(m, &dir, &args);
+        // The first run on a terminal where there is one to make (as root): what it shows.
+        let first = match eval_on_a_terminal(m, &dir, &args) {
+            Some(first) => {
+                let tty = stdout(&first.out);
+                for shown in [
+                    "looking up the calibration",
+                    "probing the python toolchain in ",
+                    "0/1 0 resolved",
+                    "ETA after the first result",
+                    "[1/1] python/sum-two ",
+                    "resolved 0 of 1 (0.0%)",
+                ] {
+                    assert!(tty.contains(shown), "{m:?}: the terminal did not show {shown:?}: {tty}");
+                }
+                // The instance running, its own clock beside it.
+                assert!(running.is_match(&tty), "{m:?}: no line for the running instance: {tty}");
+                first
+            }
+            None => eval_in(m, &dir, &args),
+        };
         assert_eq!(first.results().len(), 1, "{m:?}: {}", stderr(&first.out));
         // Without --resume an earlier run is never overwritten.
         let again = eval_in(m, &dir, &args);
@@ -123,6 +209,7 @@ fn resume_skips_only_unchanged_instances() {
         let r = eval_in(m, &dir, &resumed);
         assert_eq!(code(&r.out), 1, "the stub is not resolved: {}", stderr(&r.out));
         assert_eq!(r.results().len(), 1, "{m:?}: nothing reran");
+        assert!(stderr(&r.out).contains("results.jsonl: 1 verdict kept, 0 to run\n"), "{m:?}: {}", stderr(&r.out));
         assert_eq!(r.report()["unresolved"], 1);
         // Other limits are other settings: a different --pids runs it again, its new result
         // replacing the earlier line (one line per instance, whatever reran).
@@ -150,6 +237,25 @@ fn resume_skips_only_unchanged_instances() {
         assert_eq!(c.verdict("python/sum-two"), "resolved");
         assert_eq!(c.report()["resolved"], 1);
     }
+}
+
+/// `polysandbox eval ARGS -o DIR` as root with a terminal for its stderr (script(1)'s), its
+/// stdout what the terminal got; `None` as the test user or without script(1).
+fn eval_on_a_terminal(m: Mode, dir: &Path, args: &[&str]) -> Option<Run> {
+    if m != Mode::Root || !Path::new("/usr/bin/script").exists() {
+        return None;
+    }
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    let mut cmd = vec![quote(fixtures().bin.to_str().unwrap()), "eval".into()];
+    cmd.extend(args.iter().map(|a| quote(a)));
+    cmd.extend(["-o".into(), quote(dir.to_str().unwrap())]);
+    let out = Command::new("/usr/bin/script")
+        .args(["-qefc", &cmd.join(" "), "/dev/null"])
+        .env("COLUMNS", "200")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Some(Run { out, dir: dir.to_path_buf() })
 }
 
 /// The calc repository as a dataset: a SWE-bench record and a Multi-SWE-bench one, and
@@ -390,18 +496,47 @@ fn ctrl_c_stops_cleanly_and_leaves_a_resumable_run() {
     let timeout = prediction("timeout");
     let args = [p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "60s"];
     let mut c = m.command();
-    let child =
-        c.arg("eval").args(args).arg("-o").arg(&dir).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    // Wait until the spinning solution runs in its sandbox, then interrupt eval.
+    // Its stderr a file (a CI log), with a heartbeat every second while nothing ends.
+    let log = m.owned_dir("interrupt-log").join("stderr");
+    let md = m.owned_dir("interrupt-md").join("summary.md");
+    let mut child = c
+        .arg("eval")
+        .args(args)
+        .arg("-o")
+        .arg(&dir)
+        .arg("--summary-md")
+        .arg(&md)
+        .env("POLYSANDBOX_EVAL_HEARTBEAT", "1s")
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    let said = || std::fs::read_to_string(&log).unwrap_or_default();
+    // Wait until the spinning solution runs in its sandbox and a heartbeat names it, then
+    // interrupt eval.
     assert!(eventually(30, || !processes_with(&dir.display().to_string()).is_empty()
         && dir.join("logs/python__sum-two/test_output.txt").exists()));
+    assert!(
+        eventually(30, || said().lines().any(|l| l.contains("0 of 1 done; running 1: python/sum-two ("))),
+        "no heartbeat: {}",
+        said()
+    );
     std::thread::sleep(std::time::Duration::from_millis(1500));
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     let started = std::time::Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    let status = child.wait().unwrap();
+    let err = said();
+    assert_eq!(status.code(), Some(130), "{err}");
     assert!(started.elapsed().as_secs() < 20, "stopping took {:?}", started.elapsed());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+    // How many were not run, and the command that resumes the run, in the log and the summary.
+    let line = err.lines().find(|l| l.starts_with("polysandbox: interrupted: ")).unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("1 of 1 instance not run (0 recorded); to resume: ") && line.ends_with(" --resume"),
+        "{line}"
+    );
+    assert!(line.contains(&format!("-o {}", dir.display())), "{line}");
+    let summary = std::fs::read_to_string(&md).unwrap();
+    assert!(summary.contains("> **Interrupted**: 1 of 1 instance not run (0 recorded); to resume: "), "{summary}");
     // Nothing half-done recorded, no sandbox left behind.
     let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
     assert!(results.trim().is_empty(), "{results}");
@@ -416,6 +551,8 @@ fn ctrl_c_stops_cleanly_and_leaves_a_resumable_run() {
         &[p.as_str(), "--filter-category", "python", "-p", timeout.as_str(), "--timeout", "2s", "--resume"],
     );
     assert_eq!(r.verdict("python/sum-two"), "timeout", "{}", stderr(&r.out));
+    // What --resume picked up: nothing recorded, the one instance run.
+    assert!(stderr(&r.out).contains("results.jsonl: 0 verdicts kept, 1 to run"), "{}", stderr(&r.out));
 }
 
 /// Every path on the command line may be relative to the working directory: the dataset,

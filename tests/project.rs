@@ -74,7 +74,9 @@ fn a_projects_tests_are_each_measured_in_a_sandbox() {
             );
             let x = std::fs::read_to_string(&junit).unwrap();
             assert_eq!(x.matches("<testcase ").count(), 4, "{x}");
-            assert_eq!(x.matches("name=\"memory_peak_bytes\"").count(), 4, "{x}");
+            // Each test's usage among the suite's properties, valid JUnit.
+            assert_eq!(x.matches(": memory_peak_bytes\"").count(), 4, "{x}");
+            assert_junit_valid(&junit);
             assert!(x.contains(&format!("value=\"{method}\"")), "{x}");
             // The same as JSON lines: the burner charged with its CPU, nobody else.
             let o = test_cmd(m, &["--runner", lang, p, "--json"], &tmp);

@@ -67,7 +67,10 @@ pub fn main(a: CalibrateArgs) -> i32 {
         )
     });
 
-    let c = match calibrate(&base, &output, a.runs, !a.no_stub) {
+    let progress = super::progress::Reporter::new();
+    let c = calibrate(&base, &output, a.runs, !a.no_stub, &progress);
+    progress.finish();
+    let c = match c {
         Ok(c) => c,
         Err(e) => return stopped(e),
     };
@@ -135,8 +138,8 @@ pub fn calibrate(
     output: &std::path::Path,
     runs: u32,
     stub: bool,
+    progress: &dyn eval::Progress,
 ) -> Result<calibration::Calibration, String> {
-    let quiet = |_: &InstanceResult, _: usize, _: usize, _: usize| {};
     let pass_of = |name: &str,
                    predictions: &str,
                    controls: eval::ControlMode,
@@ -152,16 +155,20 @@ pub fn calibrate(
         o.controls = controls;
         o.calibration = None;
         o.output = output.join(name);
-        let (results, interrupted, wall) = eval::run(&o, &quiet)?;
+        (o.summary_md, o.step_summary) = (None, false);
+        progress.pass(Some(name));
+        let ran = eval::run(&o, progress);
+        progress.pass(None);
+        let (results, interrupted, wall) = ran?;
         if interrupted {
             return Err(INTERRUPTED.into());
         }
         let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
-        eprintln!(
-            "polysandbox: calibrate: {name}: {resolved} of {} resolved, {:.1} s",
+        progress.note(&format!(
+            "calibrate: {name}: {resolved} of {} resolved, {:.1} s",
             results.len(),
             wall.as_secs_f64()
-        );
+        ));
         Ok(results)
     };
     let pass = |name: &str, predictions: &str, controls: eval::ControlMode| pass_of(name, predictions, controls, None);

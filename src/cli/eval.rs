@@ -1,10 +1,9 @@
 //! `polysandbox eval`: a whole benchmark, one sandbox per instance.
 
 use super::common::{abs, parse_shard, Common, Dataset};
-use crate::eval::{self, report, InstanceResult, Options, ReportFormat};
+use super::progress::Reporter;
+use crate::eval::{self, report, InstanceResult, Options, Progress, ReportFormat};
 use clap::Args;
-use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -26,6 +25,12 @@ Verdicts: resolved, unresolved, empty_patch, no_prediction, patch_failed, timeou
   (error = infrastructure: retried, then counted as not resolved and listed to rerun; a failure
   after the prediction was applied is the prediction's unless gold fails the same way here).
   accuracy_score = resolved over every instance the dataset and its calibration admit.
+Outputs in --output: results.jsonl (a line per instance, as each ends), report.json (the
+  counts, per language, resources), junit.xml (a suite per instance, a testcase per test, for
+  CI test pages), report.html (one self-contained page: results, charts, sortable failures),
+  logs/<instance>/; --summary-md FILE (and $GITHUB_STEP_SUMMARY, appended) in Markdown.
+Progress on stderr: on a terminal, a bar with an ETA and the instances running; otherwise a
+  line per result and a heartbeat every 30 s while none ends (POLYSANDBOX_EVAL_HEARTBEAT=10s).
 Exit status (for CI; --fail-under to pass on a rate instead of every instance):
     0  every scored instance resolved (with --fail-under RATE: accuracy_score at least RATE)
     1  some scored instance not resolved (unresolved, empty_patch, no_prediction, patch_failed,
@@ -52,8 +57,8 @@ pub struct EvalArgs {
     /// A deterministic sample of N instances (SWE-bench's -n/--namespace is --namespace here).
     #[arg(short = 'n', long = "sample", value_name = "N", value_parser = parse_sample, allow_hyphen_values = true)]
     sample: Option<usize>,
-    /// Where results.jsonl, report.json, junit.xml, logs/ and settings.json (what was graded
-    /// and how) go.
+    /// Where results.jsonl, report.json, junit.xml, report.html, logs/ and settings.json (what
+    /// was graded and how) go.
     #[arg(short = 'o', long, default_value = "polysandbox-eval")]
     output: PathBuf,
     /// Continue the run in --output: instances whose prediction and settings are unchanged
@@ -72,6 +77,11 @@ pub struct EvalArgs {
     /// What goes to stdout at the end.
     #[arg(long, default_value = "table", value_parser = ["table", "json", "junit"])]
     format: String,
+    /// Also write the summary as GitHub-flavoured Markdown here: per-language results,
+    /// failures and errors with their reasons, the slowest and most memory-hungry instances.
+    /// (With $GITHUB_STEP_SUMMARY set, it is appended there too.)
+    #[arg(long, value_name = "FILE")]
+    summary_md: Option<PathBuf>,
     /// A calibration made by `polysandbox calibrate` (default: the dataset's, kept beside the
     /// store, when there is one).
     #[arg(long, value_name = "FILE", conflicts_with = "no_calibration")]
@@ -181,11 +191,13 @@ pub fn calibration_for(
     o: &Options,
     named: Option<PathBuf>,
     none: bool,
+    progress: &dyn Progress,
 ) -> Result<Option<crate::eval::calibration::Calibration>, String> {
     use crate::eval::calibration;
     if none {
         return Ok(None);
     }
+    progress.step("looking up the calibration");
     let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
     let (path, named) = match named {
         Some(p) => (std::path::absolute(&p).unwrap_or(p), true),
@@ -196,22 +208,22 @@ pub fn calibration_for(
     }
     let c = calibration::load(&path)?;
     if c.dataset != o.dataset.to_string_lossy() {
-        eprintln!("polysandbox: note: calibration {} was made for {}", path.display(), c.dataset);
+        progress.note(&format!("note: calibration {} was made for {}", path.display(), c.dataset));
     }
     // A calibration made before gold's usage was kept: it grades as before; no ratios to gold.
     if !c.instances.is_empty() && c.instances.values().all(|e| e.gold_usage.is_none()) {
-        eprintln!(
-            "polysandbox: note: calibration {} holds no usage of gold's (made by an older polysandbox): no ratios to gold; calibrate again for them",
+        progress.note(&format!(
+            "note: calibration {} holds no usage of gold's (made by an older polysandbox): no ratios to gold; calibrate again for them",
             path.display()
-        );
+        ));
     }
     let fails = c.instances.values().filter(|e| !e.gold_passes).count();
-    eprintln!(
-        "polysandbox: calibration {} ({} instances, {} runs; gold fails {fails} here)",
+    progress.note(&format!(
+        "calibration {} ({} instances, {} runs; gold fails {fails} here)",
         path.display(),
         c.instances.len(),
         c.runs
-    );
+    ));
     Ok(Some(c))
 }
 
@@ -220,6 +232,7 @@ pub fn calibration_for(
 fn calibrate_missing(
     o: &Options,
     selected: Vec<String>,
+    progress: &dyn Progress,
 ) -> Result<Option<crate::eval::calibration::Calibration>, String> {
     use crate::eval::calibration;
     let have = o.calibration.clone();
@@ -234,17 +247,17 @@ fn calibrate_missing(
     if missing.is_empty() {
         return Ok(None);
     }
-    eprintln!(
-        "polysandbox: calibrating {} instance{} first (gold, as shipped and with candidate controls), as eval grades against what gold does here; `polysandbox calibrate` to do it ahead, --no-calibration to skip",
+    progress.note(&format!(
+        "calibrating {} instance{} first (gold, as shipped and with candidate controls), as eval grades against what gold does here; `polysandbox calibrate` to do it ahead, --no-calibration to skip",
         missing.len(),
         if missing.len() == 1 { "" } else { "s" }
-    );
+    ));
     let mut base = o.clone();
     base.ids = missing;
     base.sample = None;
     base.shard = None;
     base.resume = false;
-    let fresh = super::calibrate::calibrate(&base, &o.output.join("calibration"), 1, false)?;
+    let fresh = super::calibrate::calibrate(&base, &o.output.join("calibration"), 1, false, progress)?;
     let mut c = have.unwrap_or_else(|| calibration::Calibration { instances: Default::default(), ..fresh.clone() });
     c.instances.extend(fresh.instances);
     let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
@@ -256,7 +269,7 @@ fn calibrate_missing(
         std::fs::rename(&tmp, &path)
     });
     write.map_err(|e| format!("{}: {e}", path.display()))?;
-    eprintln!("polysandbox: calibration kept in {}", path.display());
+    progress.note(&format!("calibration kept in {}", path.display()));
     Ok(Some(c))
 }
 
@@ -296,17 +309,15 @@ pub fn main(a: EvalArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     // Said once the input is known good: a refused command line is one line.
-    let notes = || {
+    let notes = |say: &dyn Fn(&str)| {
         for n in a.harness.notes() {
-            eprintln!("polysandbox: note: {n}");
+            say(&format!("note: {n}"));
         }
         if given.is_none() {
-            eprintln!(
-                "polysandbox: note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's"
-            );
+            say("note: no -p: grading gold, the dataset's reference solutions (every summary says so); -p PREDICTIONS grades a model's");
         }
         if let Some(n) = super::host::cgroup_note() {
-            eprintln!("polysandbox: note: {n}");
+            say(&format!("note: {n}"));
         }
     };
     let label = match (o.predictions.as_str(), &given) {
@@ -315,71 +326,59 @@ pub fn main(a: EvalArgs) -> i32 {
         ("stub", _) => "stub (the files as shipped)".to_string(),
         (_, g) => g.clone().unwrap_or_default(),
     };
+    o.label = label.clone();
+    o.summary_md = a.summary_md.map(abs);
+    o.step_summary = true;
     if a.rewrite_reports == Some(true) {
-        notes();
+        notes(&|l| eprintln!("polysandbox: {l}"));
         return rewrite(&o, &label, a.fail_under);
     }
     let named = a.calibration.is_some();
     o.calibration_file = a.calibration.clone().map(abs);
-    o.calibration = match calibration_for(&o, a.calibration.clone(), a.no_calibration) {
+    let progress = Reporter::new();
+    o.calibration = match calibration_for(&o, a.calibration.clone(), a.no_calibration, &progress) {
         Ok(c) => c,
-        Err(e) => return super::error(e),
+        Err(e) => {
+            progress.finish();
+            return super::error(e);
+        }
     };
-    notes();
+    notes(&|l| progress.note(l));
     // Calibration by default: a prediction's run is graded against what gold does here, with
     // controls gold was seen to fail. Instances the calibration lacks are calibrated first
     // (gold as shipped once, then with every candidate control), and kept with the dataset's.
     if !a.no_calibration && !named && !["gold", "stub"].contains(&o.predictions.as_str()) {
-        match calibrate_missing(&o, selected) {
+        let n = selected.len();
+        match calibrate_missing(&o, selected, &progress) {
             Ok(Some(c)) => o.calibration = Some(c),
             Ok(None) => {}
             Err(e) if e == super::calibrate::INTERRUPTED => {
+                progress.finish();
                 eprintln!("polysandbox: {e}");
+                eprintln!("polysandbox: interrupted while calibrating: none of the {n} instances run; to resume:");
+                eprintln!("  {}", report::resume_command());
                 return INTERRUPTED;
             }
-            Err(e) => return super::error(e),
+            Err(e) => {
+                progress.finish();
+                return super::error(e);
+            }
         }
     }
-    let tty = std::io::stderr().is_terminal();
-    let bar = ProgressBar::hidden();
-    if tty {
-        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed_precise}, ETA {eta}]").unwrap(),
-        );
-    }
-    let progress = |r: &InstanceResult, done: usize, total: usize, resolved: usize| {
-        let line = format!(
-            "[{done}/{total}] {:<40} {:<12} {:>7.1}s {:>6.1}s cpu {:>5} MiB{}",
-            r.instance_id,
-            r.verdict,
-            r.wall_s,
-            r.cpu_s,
-            r.memory_peak_bytes >> 20,
-            r.reason
-                .as_ref()
-                .filter(|_| r.verdict != eval::Verdict::Resolved)
-                .map(|s| format!("  ({})", s.lines().next().unwrap_or("")))
-                .unwrap_or_default()
-        );
-        if tty {
-            bar.set_length(total as u64);
-            bar.set_position(done as u64);
-            bar.set_message(format!("resolved {resolved}"));
-            bar.println(line);
-        } else {
-            eprintln!("{line}");
-        }
-    };
-    let (results, interrupted, wall) = match eval::run(&o, &progress) {
+    let ran = eval::run(&o, &progress);
+    progress.finish();
+    let (results, interrupted, wall) = match ran {
         Ok(x) => x,
         Err(e) => return super::error(e),
     };
-    bar.finish_and_clear();
     print_report(&o, &results, wall, &label);
-    eprintln!("polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, logs/)", o.output.display());
+    eprintln!(
+        "polysandbox: results in {}/ (results.jsonl, report.json, junit.xml, report.html, logs/)",
+        o.output.display()
+    );
     if interrupted {
-        eprintln!("polysandbox: interrupted; continue with --resume");
+        let (total, _) = progress.counts();
+        eprintln!("polysandbox: interrupted: {}", report::not_run(total, results.len()));
         return INTERRUPTED;
     }
     let (code, why) = exit_status(&results, a.fail_under);
@@ -396,7 +395,14 @@ fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Durati
         ReportFormat::Json => {
             out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions)).unwrap())
         }
-        ReportFormat::Junit => print!("{}", report::junit(results)),
+        // As written in --output (its timestamp, its logs' tails).
+        ReportFormat::Junit => {
+            print!(
+                "{}",
+                std::fs::read_to_string(o.output.join("junit.xml"))
+                    .unwrap_or_else(|_| report::junit(results, &o.output))
+            )
+        }
     }
 }
 

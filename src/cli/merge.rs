@@ -47,11 +47,11 @@ pub fn main(a: MergeArgs) -> i32 {
     let p = &m.settings.predictions;
     match a.format.as_str() {
         "json" => out!("{}", serde_json::to_string_pretty(&eval::report::summary(&m.results, m.wall, p)).unwrap()),
-        "junit" => print!("{}", eval::report::junit(&m.results)),
+        "junit" => print!("{}", eval::report::junit(&m.results, &a.out)),
         _ => print!("{}", eval::report::table(&m.results, m.wall, p)),
     }
     eprintln!(
-        "polysandbox: {} shards merged into {}/ (results.jsonl, report.json, junit.xml, logs/)",
+        "polysandbox: {} shards merged into {}/ (results.jsonl, report.json, junit.xml, report.html, logs/)",
         a.shards.len(),
         a.out.display()
     );

@@ -31,6 +31,7 @@ mod inspect;
 mod login;
 mod man;
 mod merge;
+mod progress;
 mod prune;
 mod pull;
 mod rmi;
@@ -72,7 +73,7 @@ enum Command {
     /// Run a command in a fresh sandbox, on a root filesystem or an image.
     Run(Box<run::RunArgs>),
     /// Run a benchmark's tests, one sandbox per instance, and grade them.
-    Eval(eval::EvalArgs),
+    Eval(Box<eval::EvalArgs>),
     /// Merge the output directories of one eval run's shards (--shard I/N) into one.
     Merge(merge::MergeArgs),
     /// Run the gold solution (N times) and the stub of every instance here, and keep what passes.
@@ -139,7 +140,7 @@ pub fn main() -> i32 {
     }
     let code = match cli.command {
         Command::Run(args) => run::main(*args),
-        Command::Eval(args) => eval::main(args),
+        Command::Eval(args) => eval::main(*args),
         Command::Merge(args) => merge::main(args),
         Command::Calibrate(args) => calibrate::main(args),
         Command::Test(args) => test::main(args),

@@ -300,10 +300,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
     }
     if let Some(path) = &a.junit {
         let tests: Vec<&crate::eval::parsers::TestResult> = o.tests.iter().collect();
-        let x = format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"polysandbox test\">\n{}</testsuites>\n",
-            crate::eval::report::test_suite(&p.name, &p.name, &tests, &[])
-        );
+        let x = crate::eval::report::test_junit(&p.name, &a.runner, &tests);
         std::fs::write(path, x).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     let ran_clean = record.is_some_and(|r| r.exit_code == Some(0) && r.signal.is_none());

@@ -211,7 +211,16 @@ fn write(
         .fold(0.0, f64::max);
     let wall = Duration::from_secs_f64(wall);
     let o = settings.options(tmp);
-    report::write_outputs(&o, preds, insts, &results, wall)?;
+    // (The merged run's Markdown summary goes to $GITHUB_STEP_SUMMARY when that is set.)
+    let out = report::Outputs {
+        wall,
+        predictions: o.predictions.clone(),
+        label: o.label.clone(),
+        interrupted: None,
+        summary_md: None,
+        step_summary: true,
+    };
+    report::write_all(&o, preds, insts, &results, &out)?;
     Ok(Merged { results, settings, wall })
 }
 

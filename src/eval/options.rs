@@ -86,6 +86,14 @@ pub struct Options {
     pub per_test: super::catalogue::PerTest,
     /// SWE-bench's --report_dir: where its run report goes too.
     pub report_dir: Option<PathBuf>,
+    /// What was graded, for people (the Markdown summary's title line): "gold (the dataset's
+    /// reference solutions)"; empty: `predictions`.
+    pub label: String,
+    /// `--summary-md FILE`: the Markdown summary written there too.
+    pub summary_md: Option<PathBuf>,
+    /// The Markdown summary appended to `$GITHUB_STEP_SUMMARY` when that is set (eval's own
+    /// run; a calibration's passes leave it alone).
+    pub step_summary: bool,
 }
 
 impl Options {
@@ -123,6 +131,9 @@ impl Options {
             strict: false,
             per_test: super::catalogue::PerTest { on: true, ..Default::default() },
             report_dir: None,
+            label: String::new(),
+            summary_md: None,
+            step_summary: false,
         }
     }
 }

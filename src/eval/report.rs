@@ -1,11 +1,99 @@
 //! The run's reports: report.json (SWE-bench's and HyperAgents' summary fields, a per-language
-//! breakdown, resource percentiles), junit.xml, and the summary table.
+//! breakdown, resource percentiles), junit.xml, report.html, the Markdown summary, and the
+//! summary table. [`write_outputs`] writes the files, for every command that makes them.
 
 use super::parsers::Status;
 use super::{InstanceResult, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What a run's report files say beyond its results, and where its Markdown summary goes.
+#[derive(Clone, Debug, Default)]
+pub struct Outputs {
+    /// The run's wall time.
+    pub wall: Duration,
+    /// What was graded, as report.json names it: "gold", "stub", or the predictions' path.
+    pub predictions: String,
+    /// The same for people, in the Markdown summary ("gold (the dataset's reference
+    /// solutions)"); empty: `predictions`.
+    pub label: String,
+    /// Set when the run was interrupted: how many instances were not run and how to resume
+    /// ([`not_run`]).
+    pub interrupted: Option<String>,
+    /// `--summary-md FILE`: the Markdown summary written there.
+    pub summary_md: Option<PathBuf>,
+    /// The Markdown summary appended to `$GITHUB_STEP_SUMMARY` too, when that is set.
+    pub step_summary: bool,
+}
+
+/// Writes a run's reports into `dir` (its output directory, which holds `logs/`): report.json
+/// ([`summary`]), junit.xml ([`junit`]), report.html ([`super::report_html::html`]), and the
+/// Markdown summary ([`markdown`]) where `out` says (`summary_md`, `$GITHUB_STEP_SUMMARY`).
+/// eval calls it at the end of a run (interrupted or not) and after `--rewrite_reports`; a
+/// command that gathers results from elsewhere (several shards' results.jsonl) calls it the
+/// same way, with the logs' directories relative to `dir`. Returns report.json's value.
+pub fn write_outputs(dir: &Path, results: &[InstanceResult], out: &Outputs) -> Result<Value, String> {
+    let write = |name: &str, text: String| {
+        let path = dir.join(name);
+        let tmp = dir.join(format!(".{name}.tmp"));
+        std::fs::write(&tmp, text)
+            .and_then(|_| std::fs::rename(&tmp, &path))
+            .map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let summary = summary(results, out.wall, &out.predictions);
+    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
+    write("junit.xml", junit(results, dir))?;
+    write("report.html", super::report_html::html(results, &summary, dir))?;
+    let step = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| out.step_summary && !v.is_empty());
+    if out.summary_md.is_some() || step.is_some() {
+        let label = if out.label.is_empty() { &out.predictions } else { &out.label };
+        let text = markdown(results, out.wall, label, out.interrupted.as_deref(), dir);
+        if let Some(f) = &out.summary_md {
+            std::fs::write(f, &text).map_err(|e| format!("--summary-md {}: {e}", f.display()))?;
+        }
+        if let Some(step) = step {
+            use std::io::Write;
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&step)
+                .and_then(|mut f| f.write_all(format!("{text}\n").as_bytes()))
+                .map_err(|e| format!("$GITHUB_STEP_SUMMARY {}: {e}", Path::new(&step).display()))?;
+        }
+    }
+    Ok(summary)
+}
+
+/// An interrupted run's line: how many of its `total` instances were not run (`recorded` have
+/// a verdict), and the command that resumes it.
+pub fn not_run(total: usize, recorded: usize) -> String {
+    let left = total.saturating_sub(recorded);
+    format!(
+        "{left} of {total} instance{} not run ({recorded} recorded); to resume: {}",
+        if total == 1 { "" } else { "s" },
+        resume_command()
+    )
+}
+
+/// The command line that continues this run: this process's, as given, with `--resume`.
+pub fn resume_command() -> String {
+    let mut args: Vec<String> = std::env::args_os().map(|a| a.to_string_lossy().into_owned()).collect();
+    if !args.iter().any(|a| a == "--resume") {
+        args.push("--resume".into());
+    }
+    args.iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+}
+
+/// A word as a POSIX shell reads it back.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c)) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
 
 fn percentiles(mut v: Vec<f64>) -> Value {
     if v.is_empty() {
@@ -116,22 +204,18 @@ pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) ->
     Value::Object(m)
 }
 
-/// Every report of a finished run, from its results: report.json, junit.xml, and each
-/// format's own files (SWE-bench's run report, Multi-SWE-bench's final_report.json) for the
-/// instances of `insts` it owns. eval, `--rewrite_reports` and `merge` all write them here.
-pub fn write_outputs(
+/// Every report of a finished run, from its results: [`write_outputs`]'s (report.json,
+/// junit.xml, report.html, the Markdown summary) into `o.output`, and each format's own files
+/// (SWE-bench's run report, Multi-SWE-bench's final_report.json) for the instances of `insts`
+/// it owns. eval, `--rewrite_reports` and `merge` all write them here.
+pub fn write_all(
     o: &super::Options,
     preds: &super::predictions::Predictions,
     insts: &[super::instance::Instance],
     results: &[InstanceResult],
-    wall: Duration,
+    out: &Outputs,
 ) -> Result<(), String> {
-    let write = |name: &str, text: String| {
-        std::fs::write(o.output.join(name), text).map_err(|e| format!("{}: {e}", o.output.join(name).display()))
-    };
-    let summary = summary(results, wall, &o.predictions);
-    write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
-    write("junit.xml", junit(results))?;
+    write_outputs(&o.output, results, out)?;
     for f in super::formats::REGISTRY {
         let mine: Vec<super::instance::Instance> =
             insts.iter().filter(|i| super::formats::of(i).name() == f.name()).cloned().collect();
@@ -255,138 +339,396 @@ fn vs_gold(results: &[InstanceResult]) -> Value {
     })
 }
 
-/// Text for an XML attribute or element: only the characters XML 1.0 allows (no control but
-/// tab and newline, no U+FFFE or U+FFFF: a solution's compiler line holding one, in a reason,
-/// made the whole junit.xml unreadable), escaped.
-fn esc(s: &str) -> String {
-    s.chars()
-        .filter(|c| (!c.is_control() || *c == '\n' || *c == '\t') && !matches!(*c, '\u{FFFE}' | '\u{FFFF}'))
-        .collect::<String>()
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+/// Text fit for XML 1.0: none of the characters it forbids (the control characters but tab
+/// and newline, U+FFFE, U+FFFF). quick-xml escapes the rest.
+fn xml_text(s: &str) -> String {
+    s.chars().filter(|&c| (!c.is_control() || c == '\n' || c == '\t') && c != '\u{fffe}' && c != '\u{ffff}').collect()
 }
 
-/// One testsuite per language, one testcase per instance.
-pub fn junit(results: &[InstanceResult]) -> String {
-    let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
-    for r in results {
-        by_lang.entry(&r.language).or_default().push(r);
+/// The same, for an attribute: one line.
+fn xml_attr(s: &str) -> String {
+    xml_text(s).replace(['\n', '\t'], " ")
+}
+
+/// The last lines of an instance's test output (40 lines, 4 KiB at most), read from the end of
+/// `logs/<name>/test_output.txt`; `None` when it has none.
+pub fn output_tail(output: &Path, r: &InstanceResult) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    if r.logs.is_empty() {
+        return None;
     }
-    let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"polysandbox eval\">\n");
-    for (lang, rs) in by_lang {
-        let fail = rs
-            .iter()
-            .filter(|r| {
-                !matches!(r.verdict, Verdict::Resolved | Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction)
+    let mut f = std::fs::File::open(output.join(&r.logs).join("test_output.txt")).ok()?;
+    let from = f.metadata().ok()?.len().saturating_sub(16 << 10);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::new();
+    f.take(16 << 10).read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    // A line cut at the start of the read is dropped.
+    let lines: Vec<&str> = text.lines().skip(usize::from(from > 0)).collect();
+    let mut tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    if tail.len() > 4096 {
+        let mut cut = tail.len() - 4096;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail = tail[cut..].to_string();
+    }
+    let tail = tail.trim_end().to_string();
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// Where an instance's test output is, relative to the output directory `output`, if it has one.
+pub fn log_path(output: &Path, r: &InstanceResult) -> Option<String> {
+    let rel = format!("{}/test_output.txt", r.logs);
+    (!r.logs.is_empty() && output.join(&rel).is_file()).then_some(rel)
+}
+
+/// How a testcase ended, as JUnit writes it.
+enum Outcome {
+    Passed,
+    /// `<failure>`: the test (or the instance) failed.
+    Failure {
+        kind: String,
+        message: String,
+    },
+    /// `<error>`: an error, a timeout, a limit.
+    Error {
+        kind: String,
+        message: String,
+    },
+    Skipped {
+        message: String,
+    },
+}
+
+/// One `<testcase>`.
+struct Case {
+    name: String,
+    time: f64,
+    outcome: Outcome,
+}
+
+/// One `<testsuite>` of a JUnit document valid against Apache Ant's JUnit.xsd (and Jenkins'
+/// junit-10.xsd): its properties first, its test cases, then its output.
+struct Suite<'a> {
+    name: &'a str,
+    package: &'a str,
+    classname: &'a str,
+    time: f64,
+    properties: Vec<(String, String)>,
+    cases: Vec<Case>,
+    /// The body of each failure and error (the first few of them: the rest point here).
+    detail: Option<String>,
+    system_out: String,
+}
+
+type XmlWriter = quick_xml::Writer<Vec<u8>>;
+
+/// The `<?xml ...?><testsuites>` around suites.
+fn document(suites: &[Suite], timestamp: &str, hostname: &str) -> String {
+    use quick_xml::events::{BytesDecl, Event};
+    let mut w = XmlWriter::new_with_indent(Vec::new(), b' ', 2);
+    let written = w
+        .write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))
+        .and_then(|_| {
+            w.create_element("testsuites").write_inner_content(|w| {
+                for (id, s) in suites.iter().enumerate() {
+                    write_suite(w, s, id, timestamp, hostname)?;
+                }
+                Ok(())
             })
-            .count();
-        let err = rs.iter().filter(|r| r.verdict == Verdict::Error).count();
-        let skip = rs.iter().filter(|r| matches!(r.verdict, Verdict::EmptyPatch | Verdict::NoPrediction)).count();
-        let time: f64 = rs.iter().map(|r| r.wall_s).sum();
-        x += &format!("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{fail}\" errors=\"{err}\" skipped=\"{skip}\" time=\"{time:.3}\">\n", esc(lang), rs.len());
-        for r in rs {
-            x += &format!(
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
-                esc(lang),
-                esc(&r.instance_id),
-                r.wall_s
-            );
-            let msg = esc(&format!("{}{}", r.verdict, r.reason.as_ref().map(|s| format!(": {s}")).unwrap_or_default()));
-            x += &match r.verdict {
-                Verdict::Resolved => "/>\n".to_string(),
-                Verdict::Error | Verdict::Interrupted => {
-                    format!(">\n      <error message=\"{msg}\" type=\"error\"/>\n    </testcase>\n")
-                }
-                Verdict::EmptyPatch | Verdict::NoPrediction => {
-                    format!(">\n      <skipped message=\"{msg}\"/>\n    </testcase>\n")
-                }
-                v @ (Verdict::Unresolved | Verdict::PatchFailed | Verdict::Timeout | Verdict::Oom) => {
-                    format!(">\n      <failure message=\"{msg}\" type=\"{v}\"/>\n    </testcase>\n")
-                }
-            };
-        }
-        x += "  </testsuite>\n";
-    }
-    // Each instance's measured tests: a suite of their own, a testcase per test with its wall
-    // time and, as properties, its CPU, peak memory and how they were measured.
-    for r in results.iter().filter(|r| r.tests.iter().any(|t| t.usage.is_some())) {
-        let tests: Vec<_> = r.tests.iter().filter(|t| t.usage.is_some()).collect();
-        // The instance's ratios to gold, where there are some.
-        let v = r.vs_gold.clone().unwrap_or_default();
-        let props: Vec<(&str, f64)> = [("cpu_vs_gold", v.cpu), ("memory_vs_gold", v.memory), ("wall_vs_gold", v.wall)]
-            .into_iter()
-            .filter_map(|(k, x)| x.map(|x| (k, x)))
-            .collect();
-        x += &test_suite(&format!("{} tests", r.instance_id), &r.instance_id, &tests, &props);
-    }
-    x + "</testsuites>\n"
+        })
+        .map(|_| ());
+    // Writing to memory cannot fail.
+    debug_assert!(written.is_ok());
+    String::from_utf8(w.into_inner()).unwrap_or_default() + "\n"
 }
 
-/// A JUnit testsuite of test cases, each with its wall time and, where it was measured, its
-/// CPU, peak memory and how they were measured as properties (eval's junit.xml, `test --junit`).
-pub fn test_suite(
-    name: &str,
-    classname: &str,
-    tests: &[&crate::eval::parsers::TestResult],
-    props: &[(&str, f64)],
-) -> String {
-    let failed = tests.iter().filter(|t| matches!(t.status, Status::Failed | Status::Error)).count();
-    let skipped = tests.iter().filter(|t| t.status == Status::Skipped).count();
-    let time: f64 = tests.iter().map(|t| t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0)).sum();
-    let mut x = format!(
-        "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">\n",
-        esc(name),
-        tests.len()
-    );
-    if !props.is_empty() {
-        x += "    <properties>\n";
-        for (k, v) in props {
-            x += &format!("      <property name=\"{k}\" value=\"{v:.3}\"/>\n");
-        }
-        x += "    </properties>\n";
+fn write_suite(w: &mut XmlWriter, s: &Suite, id: usize, timestamp: &str, hostname: &str) -> std::io::Result<()> {
+    use quick_xml::events::BytesText;
+    let count = |f: fn(&Outcome) -> bool| s.cases.iter().filter(|c| f(&c.outcome)).count().to_string();
+    let name = xml_attr(s.name);
+    let package = xml_attr(s.package);
+    w.create_element("testsuite")
+        .with_attributes([
+            ("name", if name.trim().is_empty() { "-" } else { name.as_str() }),
+            ("package", if package.trim().is_empty() { "-" } else { package.as_str() }),
+            ("id", &id.to_string()),
+            ("timestamp", timestamp),
+            ("hostname", hostname),
+            ("tests", &s.cases.len().to_string()),
+            ("failures", &count(|o| matches!(o, Outcome::Failure { .. }))),
+            ("errors", &count(|o| matches!(o, Outcome::Error { .. }))),
+            ("skipped", &count(|o| matches!(o, Outcome::Skipped { .. }))),
+            ("time", &format!("{:.3}", s.time.max(0.0))),
+        ])
+        .write_inner_content(|w| {
+            w.create_element("properties").write_inner_content(|w| {
+                for (k, v) in &s.properties {
+                    w.create_element("property")
+                        .with_attributes([("name", xml_attr(k).as_str()), ("value", xml_attr(v).as_str())])
+                        .write_empty()?;
+                }
+                Ok(())
+            })?;
+            let mut detailed = 0;
+            for c in &s.cases {
+                let name = xml_attr(&c.name);
+                let case = w.create_element("testcase").with_attributes([
+                    ("classname", xml_attr(s.classname).as_str()),
+                    ("name", if name.trim().is_empty() { "-" } else { name.as_str() }),
+                    ("time", &format!("{:.3}", c.time.max(0.0))),
+                ]);
+                // The output's tail in the first few failures' bodies; the later ones point to
+                // the suite's system-out.
+                let mut body = |message: &str| {
+                    detailed += 1;
+                    match &s.detail {
+                        Some(d) if detailed <= 3 => format!("{message}\n\n{d}"),
+                        Some(_) => format!("{message}\n(the output's tail is in this suite's system-out)"),
+                        None => message.to_string(),
+                    }
+                };
+                match &c.outcome {
+                    Outcome::Passed => {
+                        case.write_empty()?;
+                    }
+                    Outcome::Failure { kind, message } | Outcome::Error { kind, message } => {
+                        let element = if matches!(c.outcome, Outcome::Failure { .. }) { "failure" } else { "error" };
+                        let text = xml_text(&body(message));
+                        case.write_inner_content(|w| {
+                            w.create_element(element)
+                                .with_attributes([
+                                    ("message", xml_attr(message).as_str()),
+                                    ("type", xml_attr(kind).as_str()),
+                                ])
+                                .write_text_content(BytesText::new(&text))?;
+                            Ok(())
+                        })?;
+                    }
+                    Outcome::Skipped { message } => {
+                        case.write_inner_content(|w| {
+                            w.create_element("skipped")
+                                .with_attribute(("message", xml_attr(message).as_str()))
+                                .write_empty()?;
+                            Ok(())
+                        })?;
+                    }
+                }
+            }
+            w.create_element("system-out").write_text_content(BytesText::new(&xml_text(&s.system_out)))?;
+            w.create_element("system-err").write_text_content(BytesText::new(""))?;
+            Ok(())
+        })?;
+    Ok(())
+}
+
+/// A test's outcome: a failed test is a failure, one stopped at a per-test limit or in error
+/// an error, a skipped one skipped. `why` says why a failure does not count, where it does not.
+fn test_outcome(t: &crate::eval::parsers::TestResult, why: Option<&str>) -> Outcome {
+    let note = |m: &str| match why {
+        Some(w) => format!("{m} ({w})"),
+        None => m.to_string(),
+    };
+    if let Some(l) = t.usage.as_ref().and_then(|u| u.stopped_by) {
+        let kind = serde_json::to_value(l).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default();
+        return Outcome::Error { kind, message: note(l.describe()) };
     }
-    for t in tests {
-        let wall = t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0);
-        x += &format!("    <testcase classname=\"{}\" name=\"{}\" time=\"{wall:.3}\">\n", esc(classname), esc(&t.name));
-        if let Some(u) = &t.usage {
-            let method = serde_json::to_value(u.method).unwrap_or_default();
-            let mut props = vec![
-                ("cpu_user_s", format!("{:.6}", u.cpu_user_s)),
-                ("cpu_system_s", format!("{:.6}", u.cpu_system_s)),
-                ("memory_peak_bytes", u.memory_peak_bytes.to_string()),
-                ("measured_by", method.as_str().unwrap_or("").to_string()),
-            ];
-            if let Some(l) = u.stopped_by {
-                props.push((
-                    "stopped_by",
-                    serde_json::to_value(l).unwrap_or_default().as_str().unwrap_or("").to_string(),
-                ));
-            }
-            if let Some(c) = u.cpu_vs_gold {
-                props.push(("cpu_vs_gold", format!("{c:.3}")));
-            }
-            if let Some(m) = u.memory_vs_gold {
-                props.push(("memory_vs_gold", format!("{m:.3}")));
-            }
-            x += "      <properties>\n";
-            for (k, v) in props {
-                x += &format!("        <property name=\"{k}\" value=\"{}\"/>\n", esc(&v));
-            }
-            x += "      </properties>\n";
-        }
-        match t.status {
-            Status::Failed | Status::Error => {
-                let why = t.usage.as_ref().and_then(|u| u.stopped_by).map(|l| l.describe()).unwrap_or("failed");
-                x += &format!("      <failure message=\"{}\" type=\"failed\"/>\n", esc(why));
-            }
-            Status::Skipped => x += "      <skipped/>\n",
-            Status::Passed | Status::Xfail => {}
-        }
-        x += "    </testcase>\n";
+    match t.status {
+        Status::Passed | Status::Xfail => Outcome::Passed,
+        Status::Failed => Outcome::Failure { kind: "failed".into(), message: note("failed") },
+        Status::Error => Outcome::Error { kind: "error".into(), message: note("error") },
+        Status::Skipped => Outcome::Skipped { message: "skipped".into() },
     }
-    x + "  </testsuite>\n"
+}
+
+/// A test's resource usage as its suite's properties, `<test>: <what>`: JUnit's schema has
+/// properties on suites only.
+fn usage_properties(t: &crate::eval::parsers::TestResult, into: &mut Vec<(String, String)>) {
+    let Some(u) = &t.usage else { return };
+    let method = serde_json::to_value(u.method).unwrap_or_default();
+    let mut props = vec![
+        ("cpu_user_s", format!("{:.6}", u.cpu_user_s)),
+        ("cpu_system_s", format!("{:.6}", u.cpu_system_s)),
+        ("memory_peak_bytes", u.memory_peak_bytes.to_string()),
+        ("measured_by", method.as_str().unwrap_or("").to_string()),
+    ];
+    if let Some(l) = u.stopped_by {
+        props.push(("stopped_by", serde_json::to_value(l).unwrap_or_default().as_str().unwrap_or("").to_string()));
+    }
+    if let Some(c) = u.cpu_vs_gold {
+        props.push(("cpu_vs_gold", format!("{c:.3}")));
+    }
+    if let Some(m) = u.memory_vs_gold {
+        props.push(("memory_vs_gold", format!("{m:.3}")));
+    }
+    into.extend(props.into_iter().map(|(k, v)| (format!("{}: {k}", t.name), v)));
+}
+
+fn test_time(t: &crate::eval::parsers::TestResult) -> f64 {
+    t.usage.as_ref().map(|u| u.wall_s).or(t.duration_s).unwrap_or(0.0)
+}
+
+/// The instance's own testcase, named by its id: its verdict where no test shows it.
+fn verdict_case(r: &InstanceResult) -> Case {
+    let message = format!("{}{}", r.verdict, r.reason.as_ref().map(|s| format!(": {s}")).unwrap_or_default());
+    let kind = r.verdict.name().to_string();
+    let outcome = match r.verdict {
+        Verdict::Resolved => Outcome::Passed,
+        Verdict::Unresolved | Verdict::PatchFailed => Outcome::Failure { kind, message },
+        Verdict::Timeout | Verdict::Oom | Verdict::Error | Verdict::Interrupted => Outcome::Error { kind, message },
+        Verdict::EmptyPatch | Verdict::NoPrediction => Outcome::Skipped { message },
+    };
+    Case { name: r.instance_id.clone(), time: r.wall_s, outcome }
+}
+
+/// Now, as the schema's timestamp wants it: UTC, `YYYY-MM-DDThh:mm:ss`, no zone.
+fn timestamp_now() -> String {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    let (days, rest) = ((secs / 86400) as i64, secs % 86400);
+    // The civil date of a day count (Howard Hinnant's algorithm).
+    let z = days + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}", rest / 3600, rest % 3600 / 60, rest % 60)
+}
+
+fn hostname() -> String {
+    nix::unistd::gethostname()
+        .ok()
+        .map(|h| h.to_string_lossy().into_owned())
+        .filter(|h| !h.trim().is_empty())
+        .unwrap_or_else(|| "localhost".into())
+}
+
+/// junit.xml: a testsuite per instance (its id the suite's name and each case's classname, its
+/// language the package), a testcase per test the runner reported, with its time; a failed
+/// test's failure carries the tail of the instance's test output and where its log is. The
+/// instance's verdict is a testcase of its own where no test shows it: when the runner reported
+/// no test, and when it is not resolved but no test failed (or it timed out, ran out of memory,
+/// or ended in error). Each test's measured usage, and the instance's, are the suite's
+/// properties. `output` is the output directory, for the test output's tail.
+pub fn junit(results: &[InstanceResult], output: &Path) -> String {
+    let suites: Vec<Suite> = results.iter().map(|r| instance_suite(r, output)).collect();
+    document(&suites, &timestamp_now(), &hostname())
+}
+
+fn instance_suite<'a>(r: &'a InstanceResult, output: &Path) -> Suite<'a> {
+    let graded: Option<std::collections::HashSet<&str>> = match (&r.fail_to_pass, &r.pass_to_pass) {
+        (None, None) => None,
+        (f, p) => Some(
+            f.iter()
+                .chain(p.iter())
+                .flat_map(|g| g.success.iter().chain(g.failure.iter()))
+                .map(|s| s.as_str())
+                .collect(),
+        ),
+    };
+    let mut props: Vec<(String, String)> =
+        vec![("language".into(), r.language.clone()), ("verdict".into(), r.verdict.name().into())];
+    if let Some(why) = &r.reason {
+        props.push(("reason".into(), why.clone()));
+    }
+    props.extend([
+        ("wall_s".into(), format!("{:.3}", r.wall_s)),
+        ("cpu_s".into(), format!("{:.3}", r.cpu_s)),
+        ("memory_peak_bytes".into(), r.memory_peak_bytes.to_string()),
+        ("attempts".into(), r.attempts.to_string()),
+    ]);
+    if !r.image.is_empty() {
+        props.push(("image".into(), r.image.clone()));
+    }
+    if let Some(l) = log_path(output, r) {
+        props.push(("log".into(), l));
+    }
+    if let Some(v) = &r.vs_gold {
+        for (k, x) in [("cpu_vs_gold", v.cpu), ("memory_vs_gold", v.memory), ("wall_vs_gold", v.wall)] {
+            if let Some(x) = x {
+                props.push((k.into(), format!("{x:.3}")));
+            }
+        }
+    }
+    let mut cases: Vec<Case> = r
+        .tests
+        .iter()
+        .map(|t| {
+            usage_properties(t, &mut props);
+            let why = if r.flaky_ignored.contains(&t.name) {
+                Some("flaky here, per the calibration: not graded")
+            } else if graded.as_ref().is_some_and(|g| !g.contains(t.name.as_str())) {
+                Some("neither FAIL_TO_PASS nor PASS_TO_PASS: not graded")
+            } else {
+                None
+            };
+            Case { name: t.name.clone(), time: test_time(t), outcome: test_outcome(t, why) }
+        })
+        .collect();
+    let shown = cases.iter().any(|c| matches!(c.outcome, Outcome::Failure { .. } | Outcome::Error { .. }));
+    let own = match r.verdict {
+        Verdict::Resolved | Verdict::EmptyPatch | Verdict::NoPrediction => cases.is_empty(),
+        Verdict::Unresolved | Verdict::PatchFailed => cases.is_empty() || !shown,
+        Verdict::Timeout | Verdict::Oom | Verdict::Error | Verdict::Interrupted => true,
+    };
+    if own {
+        cases.push(verdict_case(r));
+    }
+    let log = log_path(output, r).map(|l| format!("log: {l}"));
+    let (detail, system_out) = if r.verdict == Verdict::Resolved {
+        (None, log.unwrap_or_default())
+    } else {
+        // The tail of the output and where the log is: in the first failures' bodies, after
+        // their message, and in the suite's output after the verdict.
+        let d: Vec<String> = output_tail(output, r)
+            .map(|t| format!("the last lines of the test output:\n{t}"))
+            .into_iter()
+            .chain(log)
+            .collect();
+        let d = d.join("\n\n");
+        let verdict = format!("{}{}", r.verdict, r.reason.as_ref().map(|s| format!(": {s}")).unwrap_or_default());
+        let out = if d.is_empty() { verdict } else { format!("{verdict}\n\n{d}") };
+        ((!d.is_empty()).then_some(d), out)
+    };
+    Suite {
+        name: &r.instance_id,
+        package: &r.language,
+        classname: &r.instance_id,
+        time: r.wall_s,
+        properties: props,
+        cases,
+        detail,
+        system_out,
+    }
+}
+
+/// `polysandbox test --junit`: one suite of a project's tests, each with its time and, where it
+/// was measured, its CPU, peak memory and how they were measured (the suite's properties,
+/// `<test>: <what>`).
+pub fn test_junit(name: &str, runner: &str, tests: &[&crate::eval::parsers::TestResult]) -> String {
+    let mut props = vec![];
+    let cases = tests
+        .iter()
+        .map(|t| {
+            usage_properties(t, &mut props);
+            Case { name: t.name.clone(), time: test_time(t), outcome: test_outcome(t, None) }
+        })
+        .collect();
+    let suite = Suite {
+        name,
+        package: runner,
+        classname: name,
+        time: tests.iter().map(|t| test_time(t)).sum(),
+        properties: props,
+        cases,
+        detail: None,
+        system_out: String::new(),
+    };
+    document(&[suite], &timestamp_now(), &hostname())
 }
 
 /// Per-language counts and resources, then the totals, naming what was graded (`predictions`:
@@ -479,6 +821,129 @@ pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str) -> S
     }
     t += &vs_gold_lines(results);
     t
+}
+
+/// A cell of a GitHub-flavoured Markdown table: one line, pipes escaped, at most `max` chars.
+fn md_cell(s: &str, max: usize) -> String {
+    let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let mut one = one.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > max {
+        one = one.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
+    }
+    one.replace('\\', "\\\\").replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// Code in a Markdown table cell: backticks that cannot be closed early.
+fn md_code(s: &str) -> String {
+    let cell = md_cell(s, 200).replace('`', "'");
+    format!("`{cell}`")
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+/// How many rows each of the summary's lists shows at most.
+const MD_ROWS: usize = 50;
+
+/// The run in GitHub-flavoured Markdown, for a CI page (`--summary-md`, `$GITHUB_STEP_SUMMARY`):
+/// per-language results, the failures and errors with their reasons and logs, the slowest and
+/// most memory-hungry instances. `interrupted` is the line an interrupted run ends with.
+pub fn markdown(
+    results: &[InstanceResult],
+    wall: Duration,
+    predictions: &str,
+    interrupted: Option<&str>,
+    output: &Path,
+) -> String {
+    let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
+    let scored = results.iter().filter(|r| r.scored()).count();
+    let mut m = format!("## polysandbox eval: {resolved} of {scored} resolved ({:.1}%)\n\n", 100.0 * accuracy(results));
+    if let Some(line) = interrupted {
+        m += &format!("> **Interrupted**: {}\n\n", md_cell(line, 2000));
+    }
+    m += &format!(
+        "Predictions: {}. {} instance{} in {:.1} s.\n\n",
+        md_cell(predictions, 300),
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        wall.as_secs_f64()
+    );
+    // Per language.
+    let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
+    for r in results {
+        by_lang.entry(&r.language).or_default().push(r);
+    }
+    m += "| language | total | resolved | unresolved | empty patch | no prediction | patch failed | timeout | oom | error | accuracy |\n";
+    m += "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+    let row = |name: &str, rs: &[&InstanceResult]| {
+        let c = |v: Verdict| rs.iter().filter(|r| r.verdict == v).count();
+        let owned: Vec<InstanceResult> = rs.iter().map(|r| (*r).clone()).collect();
+        format!(
+            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% |\n",
+            rs.len(),
+            c(Verdict::Resolved),
+            c(Verdict::Unresolved),
+            c(Verdict::EmptyPatch),
+            c(Verdict::NoPrediction),
+            c(Verdict::PatchFailed),
+            c(Verdict::Timeout),
+            c(Verdict::Oom),
+            c(Verdict::Error),
+            100.0 * accuracy(&owned)
+        )
+    };
+    for (l, rs) in &by_lang {
+        m += &row(&md_cell(l, 40), rs);
+    }
+    let all: Vec<&InstanceResult> = results.iter().collect();
+    m += &row("**all**", &all);
+    // What did not pass, and why.
+    let failed: Vec<&InstanceResult> = results.iter().filter(|r| r.verdict != Verdict::Resolved).collect();
+    m += &format!("\n### Not resolved: failures and errors ({})\n\n", failed.len());
+    if failed.is_empty() {
+        m += "None: every instance resolved.\n";
+    } else {
+        m += "| instance | verdict | reason | log |\n| --- | --- | --- | --- |\n";
+        for r in failed.iter().take(MD_ROWS) {
+            m += &format!(
+                "| {} | {} | {} | {} |\n",
+                md_code(&r.instance_id),
+                r.verdict,
+                md_cell(r.reason.as_deref().unwrap_or(""), 300),
+                log_path(output, r).map(|l| md_code(&l)).unwrap_or_default()
+            );
+        }
+        if failed.len() > MD_ROWS {
+            m += &format!("\n…and {} more: see `results.jsonl`.\n", failed.len() - MD_ROWS);
+        }
+    }
+    // The heaviest instances.
+    let ran: Vec<&InstanceResult> = results.iter().filter(|r| r.attempts > 0 && r.wall_s > 0.0).collect();
+    let heaviest = |title: &str, key: &dyn Fn(&InstanceResult) -> f64| {
+        let mut v = ran.clone();
+        v.sort_by(|a, b| key(b).partial_cmp(&key(a)).unwrap_or(std::cmp::Ordering::Equal));
+        let mut t = format!(
+            "\n### {title}\n\n| instance | wall | CPU | peak memory | verdict |\n| --- | ---: | ---: | ---: | --- |\n"
+        );
+        for r in v.iter().take(5) {
+            t += &format!(
+                "| {} | {:.1} s | {:.1} s | {} | {} |\n",
+                md_code(&r.instance_id),
+                r.wall_s,
+                r.cpu_s,
+                mib(r.memory_peak_bytes),
+                r.verdict
+            );
+        }
+        t
+    };
+    if !ran.is_empty() {
+        m += &heaviest("Slowest instances", &|r| r.wall_s);
+        m += &heaviest("Most memory", &|r| r.memory_peak_bytes as f64);
+    }
+    m += "\nPer instance: `results.jsonl`; per test: `junit.xml`; charts: `report.html`; logs: `logs/`.\n";
+    m
 }
 
 /// The summary's lines on the ratios to gold: the instances' median and largest CPU and memory
@@ -601,18 +1066,87 @@ mod tests {
             result("slow", "rust", Verdict::Timeout),
             result("none", "rust", Verdict::NoPrediction),
         ];
-        let x = junit(&rs);
+        let x = junit(&rs, Path::new("/nonexistent"));
+        assert!(x.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n"), "{x}");
+        // A suite per instance, its verdict a testcase of its own when no test shows it.
+        assert_eq!(x.matches("<testsuite ").count(), 6, "{x}");
         assert!(x.contains(r#"<skipped message="no_prediction"/>"#), "{x}");
-        assert!(
-            x.contains(r#"<testsuite name="rust" tests="6" failures="2" errors="1" skipped="2" time="6.000">"#),
-            "{x}"
-        );
-        assert!(x.contains(r#"<testcase classname="rust" name="ok" time="1.000"/>"#), "{x}");
+        assert!(x.contains(r#"<testsuite name="ok" package="rust" id="0" timestamp=""#), "{x}");
+        assert!(x.contains(r#"tests="1" failures="0" errors="0" skipped="0" time="1.000">"#), "{x}");
+        assert!(x.contains(r#"<testcase classname="ok" name="ok" time="1.000"/>"#), "{x}");
         assert!(x.contains(r#"name="t&lt;&amp;&quot;1""#), "{x}");
-        assert!(x.contains(r#"<failure message="unresolved: no test passed [31m&lt;" type="unresolved"/>"#), "{x}");
-        assert!(x.contains(r#"<error message="error" type="error"/>"#), "{x}");
+        assert!(x.contains(r#"<failure message="unresolved: no test passed [31m&lt;" type="unresolved">"#), "{x}");
+        assert!(x.contains(r#"<error message="error" type="error">"#), "{x}");
         assert!(x.contains(r#"<skipped message="empty_patch"/>"#), "{x}");
-        assert!(x.contains(r#"<failure message="timeout" type="timeout"/>"#), "{x}");
+        assert!(x.contains(r#"<error message="timeout" type="timeout">"#), "{x}");
+        assert!(!x.contains('\u{1b}'), "no character XML forbids: {x}");
+    }
+
+    #[test]
+    fn junit_has_a_testcase_per_test_and_the_failures_output() {
+        use crate::eval::parsers::TestResult;
+        let dir = std::env::temp_dir().join(format!("polysandbox-report-test-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("logs/go__x")).unwrap();
+        let output: String = (1..=100).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.join("logs/go__x/test_output.txt"), output).unwrap();
+        let t =
+            |name: &str, status: Status| TestResult { name: name.into(), status, duration_s: Some(0.25), usage: None };
+        let mut r = result("go/x", "go", Verdict::Unresolved);
+        r.logs = "logs/go__x".into();
+        r.reason = Some("a test failed".into());
+        r.tests = vec![t("TestA", Status::Passed), t("TestB", Status::Failed), t("TestC", Status::Skipped)];
+        let x = junit(&[r.clone()], &dir);
+        assert!(x.contains(r#"tests="3" failures="1" errors="0" skipped="1" time="1.000">"#), "{x}");
+        assert!(x.contains(r#"<testcase classname="go/x" name="TestA" time="0.250"/>"#), "{x}");
+        assert!(x.contains(r#"<testcase classname="go/x" name="TestB" time="0.250">"#), "{x}");
+        assert!(x.contains(r#"<failure message="failed" type="failed">failed"#), "{x}");
+        // The failure's body and the suite's output: the last 40 lines and the log's path.
+        assert!(x.contains("line 61\nline 62") && !x.contains("line 60\n") && x.contains("line 100"), "{x}");
+        assert!(x.contains("log: logs/go__x/test_output.txt"), "{x}");
+        assert!(x.contains("<system-out>unresolved: a test failed"), "{x}");
+        assert!(x.contains(r#"<skipped message="skipped"/>"#), "{x}");
+        // The failing test shows the verdict: no testcase of the instance's own.
+        assert!(!x.contains(r#"name="go/x" time"#), "{x}");
+        // Unresolved with every test passed: the instance's own testcase says why.
+        r.tests = vec![t("TestA", Status::Passed)];
+        let x = junit(&[r.clone()], &dir);
+        assert!(x.contains(r#"<testcase classname="go/x" name="go/x" time="1.000">"#), "{x}");
+        assert!(x.contains(r#"<failure message="unresolved: a test failed" type="unresolved">"#), "{x}");
+        // A timeout is an error besides its tests.
+        r.verdict = Verdict::Timeout;
+        let x = junit(&[r], &dir);
+        assert!(x.contains(r#"tests="2" failures="0" errors="1""#), "{x}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_resume_command_quotes_what_the_shell_would_split() {
+        assert_eq!(shell_quote("--filter-category"), "--filter-category");
+        assert_eq!(shell_quote("/tmp/out dir"), "'/tmp/out dir'");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn markdown_has_languages_failures_and_the_heaviest_instances() {
+        let mut bad = result("go/a|b", "go", Verdict::Unresolved);
+        bad.reason = Some("x | y\nsecond <line>".into());
+        bad.memory_peak_bytes = 300 << 20;
+        let mut ok = result("python/ok", "python", Verdict::Resolved);
+        ok.wall_s = 9.0;
+        let m =
+            markdown(&[bad, ok], Duration::from_secs(10), "gold", Some("1 of 3 instances not run"), Path::new("/none"));
+        assert!(m.starts_with("## polysandbox eval: 1 of 2 resolved (50.0%)\n"), "{m}");
+        assert!(m.contains("> **Interrupted**: 1 of 3 instances not run\n"), "{m}");
+        assert!(m.contains("Predictions: gold. 2 instances in 10.0 s.\n"), "{m}");
+        assert!(m.contains("| go | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0.0% |\n"), "{m}");
+        assert!(m.contains("| **all** | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 50.0% |\n"), "{m}");
+        // One line per cell, pipes escaped, no markup.
+        assert!(m.contains("| `go/a\\|b` | unresolved | x \\| y second &lt;line&gt; |  |\n"), "{m}");
+        let slowest = m.split("### Slowest instances").nth(1).unwrap();
+        assert!(slowest.lines().nth(4).unwrap().starts_with("| `python/ok` | 9.0 s |"), "{m}");
+        let memory = m.split("### Most memory").nth(1).unwrap();
+        assert!(memory.lines().nth(4).unwrap().contains("| 300.0 MiB | unresolved |"), "{m}");
     }
 
     #[test]
@@ -658,9 +1192,10 @@ mod tests {
             json!({"instance_id": "python/slow", "test": "test_burn", "cpu_vs_gold": 21.3})
         );
         assert_eq!(v["largest_cpu_instances"][0], json!({"instance_id": "python/slow", "cpu": 20.0}));
-        let x = junit(&rs);
-        assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
-        assert!(x.contains("<testsuite name=\"python/slow tests\" tests=\"2\" failures=\"0\" errors=\"0\" skipped=\"0\" time=\"2.000\">\n    <properties>\n      <property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
+        let x = junit(&rs, Path::new("/nonexistent"));
+        assert!(x.contains("<property name=\"test_burn: cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
+        assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
+        assert!(x.contains("<property name=\"test_idle: memory_peak_bytes\" value=\"1\"/>"), "{x}");
         let t = table(&rs, Duration::ZERO, "gold");
         assert!(t.contains("vs gold: median CPU 20.00x, slowest python/slow 20.00x; median memory 1.10x, largest python/slow 1.10x\n"), "{t}");
         assert!(t.contains("  largest CPU vs gold: python/slow test_burn (21.30x), go/same TestA (1.02x)\n"), "{t}");

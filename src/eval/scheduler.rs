@@ -11,7 +11,7 @@ use super::formats::{self, Plan};
 use super::instance::{Instance, Prediction};
 use super::predictions::{canonical_id, load_predictions};
 use super::{clean, names, report};
-use super::{InstanceResult, Options, Verdict};
+use super::{InstanceResult, Options, Progress, Verdict};
 use sha2::{Digest, Sha256};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Write;
@@ -184,11 +184,9 @@ pub fn check_input(o: &Options) -> Result<(Vec<String>, Vec<String>), String> {
     Ok((selected.into_iter().map(|i| i.id).collect(), notes))
 }
 
-pub fn run(
-    o: &Options,
-    progress: &dyn Fn(&InstanceResult, usize, usize, usize),
-) -> Result<(Vec<InstanceResult>, bool, Duration), String> {
+pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>, bool, Duration), String> {
     let started = Instant::now();
+    progress.step("reading the dataset and the predictions");
     let cat = catalogue::load(o.config.as_deref(), &o.images)?;
     let all = dataset::load(&o.dataset)?;
     for l in &o.languages {
@@ -224,6 +222,9 @@ pub fn run(
 
     let mut digests: HashMap<String, Option<String>> = HashMap::new();
     let mut stale: HashSet<String> = HashSet::new();
+    // What --resume finds: earlier errors run again, and verdicts reached with another
+    // prediction or other settings.
+    let (mut rerun_errors, mut changed) = (0, 0);
     let mut done = Vec::new();
     // Verdicts known without a run: recorded like any other.
     let mut fresh = Vec::new();
@@ -267,7 +268,7 @@ pub fn run(
         let cal = match cal {
             Some(e) if digest.is_some() && e.image_digest.is_some() && digest != e.image_digest => {
                 if stale.insert(image.clone()) {
-                    eprintln!("polysandbox: note: the calibration is for another build of {image}: not used for its instances (calibrate again)");
+                    progress.note(&format!("note: the calibration is for another build of {image}: not used for its instances (calibrate again)"));
                 }
                 None
             }
@@ -288,6 +289,11 @@ pub fn run(
             if prev.key == key && prev.verdict != Verdict::Error {
                 done.push(prev.clone());
                 continue;
+            }
+            if prev.key == key {
+                rerun_errors += 1;
+            } else {
+                changed += 1;
             }
         }
         // Gold does not pass here: the environment's fault, whatever the prediction. Not run,
@@ -318,6 +324,28 @@ pub fn run(
         jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: digest, model, dir });
     }
 
+    if o.resume {
+        let to_run = fresh.len() + jobs.len();
+        let mut why = vec![];
+        if rerun_errors > 0 {
+            why.push(format!("{rerun_errors} error{} again", if rerun_errors == 1 { "" } else { "s" }));
+        }
+        if changed > 0 {
+            why.push(format!("{changed} whose prediction or settings changed"));
+        }
+        let new = to_run - rerun_errors - changed;
+        if new > 0 && !why.is_empty() {
+            why.push(format!("{new} not run before"));
+        }
+        progress.note(&format!(
+            "resuming {}: {} verdict{} kept, {to_run} to run{}",
+            results_path.display(),
+            done.len(),
+            if done.len() == 1 { "" } else { "s" },
+            if why.is_empty() { String::new() } else { format!(" ({})", why.join(", ")) }
+        ));
+    }
+
     // Each image once, before its jobs: there, and its toolchain answering.
     let mut broken: HashMap<String, String> = HashMap::new();
     let mut probed = HashSet::new();
@@ -325,6 +353,11 @@ pub fn run(
         if matches!(j.pred, Prediction::Missing) || !probed.insert((j.image.clone(), j.runner.language.clone())) {
             continue;
         }
+        progress.step(&if j.image_digest.is_none() {
+            format!("pulling {} and probing its {} toolchain", j.image, j.runner.language)
+        } else {
+            format!("probing the {} toolchain in {}", j.runner.language, j.image)
+        });
         if let Err(e) = probe(o, &j.image, &j.runner, j.memory) {
             broken.insert(format!("{}\0{}", j.image, j.runner.language), e);
         }
@@ -362,10 +395,13 @@ pub fn run(
     }
     let results_file = Mutex::new(results);
     let total = done.len() + fresh.len() + jobs.len();
-    let mut resolved = done.iter().filter(|r| r.verdict == Verdict::Resolved).count();
+    let mut resolved = 0;
+    progress.plan(total, done.len());
     for (k, r) in done.iter().enumerate() {
-        progress(r, k + 1, total, resolved);
+        resolved += usize::from(r.verdict == Verdict::Resolved);
+        progress.finished(r, k + 1, total, resolved);
     }
+    progress.step("running");
     install_signal_handlers();
     let queue: Mutex<VecDeque<Job>> = Mutex::new(jobs.into());
     let budget = (Mutex::new(host_memory()), Condvar::new());
@@ -431,6 +467,7 @@ pub fn run(
                     *free -= need;
                 }
                 let scratch = o.output.join(".work").join(format!("{w}-{}", job.dir));
+                progress.started(&job.inst.id);
                 let mut attempts = 0;
                 let r = loop {
                     attempts += 1;
@@ -486,7 +523,7 @@ pub fn run(
                 resolved += 1;
             }
             done.push(r);
-            progress(done.last().unwrap(), done.len(), total, resolved);
+            progress.finished(done.last().unwrap(), done.len(), total, resolved);
         }
     });
     finished.store(true, Ordering::SeqCst);
@@ -495,6 +532,14 @@ pub fn run(
     done.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
-    report::write_outputs(o, &preds, &selected_all, &done, wall)?;
+    let out = report::Outputs {
+        wall,
+        predictions: o.predictions.clone(),
+        label: o.label.clone(),
+        interrupted: interrupted.then(|| report::not_run(total, done.len())),
+        summary_md: o.summary_md.clone(),
+        step_summary: o.step_summary,
+    };
+    report::write_all(o, &preds, &selected_all, &done, &out)?;
     Ok((done, interrupted, wall))
 }

@@ -180,3 +180,125 @@ pub fn write_jsonl(path: &Path, records: &[Value]) {
     std::fs::write(path, records.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("\n") + "\n").unwrap();
     let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644));
 }
+
+/// A program on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?.to_str()?.split(':').map(|d| Path::new(d).join(name)).find(|p| p.is_file())
+}
+
+/// A run's junit.xml valid against both JUnit schemas in tests/fixtures/junit (Apache Ant's,
+/// which the most readers follow, and Jenkins'), by xmllint.
+pub fn assert_junit_valid(path: &Path) {
+    if on_path("xmllint").is_none() {
+        skip("junit.xml against the JUnit schemas", "no xmllint (apt-get install libxml2-utils)");
+        return;
+    }
+    let schemas = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/junit");
+    for xsd in ["JUnit.xsd", "junit-10.xsd"] {
+        let o =
+            Command::new("xmllint").arg("--noout").arg("--schema").arg(schemas.join(xsd)).arg(path).output().unwrap();
+        assert!(o.status.success(), "{} against {xsd}: {}", path.display(), stderr(&o));
+    }
+}
+
+/// The suite of junit.xml `x` named `name` (an instance), from its `<testsuite` to its end.
+pub fn junit_suite<'a>(x: &'a str, name: &str) -> &'a str {
+    let start = x.find(&format!("<testsuite name=\"{name}\"")).unwrap_or_else(|| panic!("no suite {name}: {x}"));
+    let len = x[start..].find("</testsuite>").unwrap_or_else(|| panic!("suite {name} not closed: {x}"));
+    &x[start..start + len]
+}
+
+/// Text of an HTML attribute as written, unescaped.
+fn unescape(s: &str) -> String {
+    s.replace("&quot;", "\"").replace("&#39;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+/// `dir`'s report.html as a headless Chromium leaves it once its script ran, opened at
+/// `#fragment`; `None`, said SKIPPED, without Chromium.
+pub fn rendered_report(dir: &Path, fragment: &str) -> Option<String> {
+    let Some(chromium) = ["chromium", "chromium-browser", "google-chrome"].iter().find_map(|n| on_path(n)) else {
+        skip("report.html in a headless browser", "no chromium (apt-get install chromium)");
+        return None;
+    };
+    let profile = fixtures().dir.join(format!("{}-chromium", unique()));
+    let page = format!("file://{}#{fragment}", dir.join("report.html").display());
+    let o = Command::new("timeout")
+        .arg("120")
+        .arg(chromium)
+        .args(["--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", "--dump-dom"])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(&page)
+        .env("HOME", &profile)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&profile);
+    assert!(o.status.success(), "chromium {page}: {}", stderr(&o));
+    Some(stdout(&o))
+}
+
+/// `run`'s report.html: one page that loads nothing, and, rendered by a headless browser with
+/// its failures sorted by wall time, every number it shows equal to report.json's and each
+/// chart bar to its instance's in results.jsonl, each failure linked to its log.
+pub fn assert_report_html(run: &Run) {
+    let page = std::fs::read_to_string(run.dir.join("report.html")).unwrap();
+    for external in ["http://", "https://", "//cdn", "<link", " src="] {
+        assert!(!page.contains(external), "report.html refers to {external}: {page}");
+    }
+    assert!(page.contains("Content-Security-Policy\" content=\"default-src 'none'"), "{page}");
+    let Some(dom) = rendered_report(&run.dir, "sort=wall:descending") else { return };
+    assert!(dom.contains("data-ready=\"true\""), "the page's script did not run: {dom}");
+    let report = run.report();
+    let numbers = regex::Regex::new(r#"data-json="([^"]*)" data-value="([^"]*)">([^<]*)<"#).unwrap();
+    let mut seen = 0;
+    for c in numbers.captures_iter(&dom) {
+        let at = unescape(&c[1]);
+        let want = report.pointer(&at).and_then(Value::as_f64).unwrap_or_else(|| panic!("{at} not in report.json"));
+        let shown: f64 = c[2].parse().unwrap();
+        assert!((shown - want).abs() <= 1e-9 * want.abs().max(1.0), "{at}: page {shown}, report.json {want}");
+        // Counts as they are; the rest rounded for people (the value is report.json's).
+        let counted = ["total", "admitted", "resolved", "unresolved", "empty_patch", "no_prediction", "patch_failed"];
+        if counted.iter().chain(&["timeout", "oom", "error"]).any(|k| at.ends_with(&format!("/{k}"))) {
+            assert_eq!(c[3].trim(), format!("{want:.0}"), "{at} as shown");
+        }
+        seen += 1;
+    }
+    assert!(seen >= 20, "{seen} numbers of report.json's on the page: {dom}");
+    // The charts: a bar per instance that ran, its value its instance's.
+    let results = run.by_id();
+    let bar = regex::Regex::new(r#"<rect class="\w+" data-id="([^"]*)" data-value="([^"]*)""#).unwrap();
+    let ran = results.values().filter(|r| r["attempts"].as_u64() > Some(0) && r["wall_s"].as_f64() > Some(0.0)).count();
+    for metric in ["wall_s", "cpu_s", "memory_peak_bytes"] {
+        let svg = dom.split(&format!("data-metric=\"{metric}\"")).nth(1).unwrap_or_else(|| panic!("no {metric} chart"));
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        let bars: Vec<_> = bar.captures_iter(svg).collect();
+        assert_eq!(bars.len(), ran, "{metric}: {svg}");
+        for b in bars {
+            let r = &results[&unescape(&b[1])];
+            assert_eq!(b[2].parse::<f64>().unwrap(), r[metric].as_f64().unwrap(), "{metric} of {}", &b[1]);
+        }
+    }
+    // The failures, sorted by the address's fragment: wall time, largest first; each links its log.
+    let failed = results.values().filter(|r| r["verdict"] != "resolved").count();
+    if failed == 0 {
+        assert!(dom.contains("Every instance resolved."), "{dom}");
+        return;
+    }
+    let table = dom.split("id=\"failures\"").nth(1).expect("a failures table");
+    let table = &table[..table.find("</table>").unwrap()];
+    let th = table.split("data-sort=\"wall\"").nth(1).unwrap();
+    assert!(th[..th.find('>').unwrap()].contains("aria-sort=\"descending\""), "{table}");
+    let row =
+        regex::Regex::new(r#"<tr data-id="([^"]*)">.*?<td data-v="([^"]*)">.*?(?:<a href="([^"]*)">|</tr>)"#).unwrap();
+    let rows: Vec<(String, f64, Option<String>)> = row
+        .captures_iter(table)
+        .map(|c| (unescape(&c[1]), c[2].parse().unwrap(), c.get(3).map(|h| unescape(h.as_str()))))
+        .collect();
+    assert_eq!(rows.len(), failed, "{table}");
+    assert!(rows.windows(2).all(|w| w[0].1 >= w[1].1), "not sorted by wall time: {rows:?}");
+    for (id, wall, log) in &rows {
+        assert_eq!(*wall, results[id]["wall_s"].as_f64().unwrap(), "{id}");
+        let log = log.as_ref().unwrap_or_else(|| panic!("{id}: no link to its log: {table}"));
+        assert!(run.dir.join(log).is_file(), "{id}: {log} is not beside report.html");
+    }
+}
