@@ -491,3 +491,25 @@ fn man_pages_render_for_every_subcommand() {
     assert!(run.contains("--memory") && run.contains("--stats-json"), "{run}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// What a predictions file or a shard chose reaches the terminal with its controls shown as
+/// `?`: an instance id with an OSC 52 (clipboard) sequence and a C1 CSI in eval's refusal.
+#[test]
+fn escape_sequences_from_input_do_not_reach_the_terminal() {
+    let d = tempdir("escapes");
+    let preds = d.join("p.jsonl");
+    std::fs::write(
+        &preds,
+        "{\"instance_id\":\"python/sum-two\",\"model_patch\":\"\"}\n\
+         {\"instance_id\":\"zz\\u001b]52;c;cHduZWQ=\\u0007\\u009b2J\",\"model_patch\":\"x\"}\n",
+    )
+    .unwrap();
+    let data = format!("{}/tests/fixtures/eval/polyglot", env!("CARGO_MANIFEST_DIR"));
+    let out = d.join("out");
+    let o = polysandbox(&["eval", &data, "-p", preds.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_ne!(code(&o), 0, "{err}");
+    assert!(err.contains("zz?]52;c;cHduZWQ=??2J"), "{err:?}");
+    assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -2,12 +2,15 @@
 
 /// `println!` for what a subcommand prints on stdout: a reader that went away (`images | head
 /// -1`, `grep -q`) ends the process quietly with 141, as SIGPIPE ends podman, instead of the
-/// panic `println!` makes of a broken pipe.
+/// panic `println!` makes of a broken pipe. Controls and bidirectional overrides come out as
+/// `?` (names from registries, test names from the code under test: no escape sequence of
+/// theirs reaches the terminal).
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
+        let text = crate::eval::result::terminal_safe(&format!($($arg)*));
         let mut o = std::io::stdout().lock();
-        if let Err(e) = writeln!(o, $($arg)*).and_then(|_| o.flush()) {
+        if let Err(e) = writeln!(o, "{text}").and_then(|_| o.flush()) {
             if e.kind() == std::io::ErrorKind::BrokenPipe {
                 std::process::exit(141);
             }
@@ -320,7 +323,8 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> i32 {
 
 /// Prints one error line, the way every subcommand reports its own failures.
 pub(crate) fn error(msg: impl std::fmt::Display) -> i32 {
-    eprintln!("polysandbox: error: {msg}");
+    // (An error may quote its input: ids of a predictions file, names in an archive.)
+    eprintln!("polysandbox: error: {}", crate::eval::result::terminal_safe(&msg.to_string()));
     crate::sandbox::exit::ERROR
 }
 

@@ -173,6 +173,7 @@ impl Drop for Reporter {
 
 impl Inner {
     fn line(&self, s: &mut State, line: &str) {
+        let line = crate::eval::result::terminal_safe(line);
         match &self.tty {
             Some(t) => t.multi.suspend(|| eprintln!("{line}")),
             None => eprintln!("{line}"),
@@ -236,7 +237,7 @@ impl Inner {
     fn bar(t: &Tty, id: &str, since: Instant) -> ProgressBar {
         let b = ProgressBar::new_spinner().with_elapsed(since.elapsed());
         b.set_style(ProgressStyle::with_template("  {spinner:.green} [{elapsed_precise}] {prefix}").unwrap());
-        b.set_prefix(id.to_string());
+        b.set_prefix(crate::eval::result::terminal_safe(id));
         let b = t.multi.add(b);
         b.enable_steady_tick(Duration::from_millis(250));
         b

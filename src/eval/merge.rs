@@ -50,6 +50,15 @@ fn read_shard(dir: &Path) -> Result<Shard, String> {
     };
     let mut results = BTreeMap::new();
     for r in read_results(&dir.join("results.jsonl"))? {
+        // Where its logs are: `logs/NAME` or nothing, never a path out of the output.
+        let mut parts = std::path::Path::new(&r.logs).components();
+        let beneath = r.logs.is_empty()
+            || (parts.next() == Some(std::path::Component::Normal("logs".as_ref()))
+                && matches!(parts.next(), Some(std::path::Component::Normal(_)))
+                && parts.next().is_none());
+        if !beneath {
+            return Err(format!("{}: {}'s logs are not under logs/: {:?}", shown(dir), r.instance_id, r.logs));
+        }
         results.insert(r.instance_id.clone(), r);
     }
     Ok(Shard { dir: dir.to_path_buf(), settings, index, results })
@@ -151,6 +160,12 @@ fn copy_tree(from: &Path, to: &Path, shard: &Path, base: &Path) -> Result<(), St
             copy_tree(&src, &dst, shard, base)?;
             continue;
         }
+        // eval writes directories and regular files alone: a link (or a device, a FIFO) in a
+        // shard was put there by someone else, and would take merge, or whoever reads OUT,
+        // outside it.
+        if !kind.is_file() {
+            return Err(format!("{}: not a regular file or directory: refused", shown(&src)));
+        }
         if dst.symlink_metadata().is_ok() {
             return Err(format!(
                 "overlapping shards: {} and an earlier shard both hold {}",
@@ -158,12 +173,21 @@ fn copy_tree(from: &Path, to: &Path, shard: &Path, base: &Path) -> Result<(), St
                 shown(dst.strip_prefix(base).unwrap_or(&dst))
             ));
         }
-        let done = if kind.is_symlink() {
-            std::fs::read_link(&src).and_then(|t| std::os::unix::fs::symlink(t, &dst))
-        } else {
-            std::fs::copy(&src, &dst).map(|_| ())
+        // Opened without following a link (one may have replaced the file since it was listed),
+        // copied into a file made here.
+        let copy = || -> std::io::Result<()> {
+            use std::os::unix::fs::OpenOptionsExt;
+            let mut f = std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(&src)?;
+            if !f.metadata()?.is_file() {
+                return Err(std::io::Error::other("not a regular file"));
+            }
+            let mut d = std::fs::OpenOptions::new().write(true).create_new(true).open(&dst)?;
+            std::io::copy(&mut f, &mut d).map(|_| ())
         };
-        done.map_err(|e| format!("{}: {e}", shown(&src)))?;
+        copy().map_err(|e| format!("{}: {e}", shown(&src)))?;
     }
     Ok(())
 }
@@ -182,6 +206,9 @@ fn write(
             let name = e.file_name();
             // The run's own files (results, settings, every report) are written anew below;
             // its scratch is no output.
+            if e.file_type().is_ok_and(|t| t.is_symlink()) {
+                return Err(format!("{}: a symbolic link: refused", shown(&e.path())));
+            }
             if !e.file_type().is_ok_and(|t| t.is_dir()) || name == ".work" {
                 continue;
             }
@@ -458,6 +485,36 @@ mod tests {
         std::fs::write(s2.join("logs/same.txt"), "2").unwrap();
         refused(&[s1.clone(), s2.clone()], "both hold logs/same.txt");
         std::fs::remove_file(s2.join("logs/same.txt")).unwrap();
+        // A link in a shard (to a directory outside; in a log's place), a log path out of the
+        // output: refused, nothing written through them.
+        let outside = root.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, s1.join("logs/evil")).unwrap();
+        std::fs::create_dir_all(s2.join("logs/evil")).unwrap();
+        std::fs::write(s2.join("logs/evil/pwn.txt"), "x").unwrap();
+        refused(&[s1.clone(), s2.clone()], "not a regular file or directory: refused");
+        refused(&[s2.clone(), s1.clone()], "not a regular file or directory: refused");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+        std::fs::remove_file(s1.join("logs/evil")).unwrap();
+        std::fs::remove_dir_all(s2.join("logs/evil")).unwrap();
+        let log = std::fs::read_dir(s1.join("logs"))
+            .unwrap()
+            .map(|e| e.unwrap().path().join("test_output.txt"))
+            .find(|p| p.is_file())
+            .expect("a shard's test output");
+        let kept = std::fs::read(&log).unwrap();
+        std::fs::remove_file(&log).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", &log).unwrap();
+        refused(&[s1.clone(), s2.clone()], "not a regular file or directory: refused");
+        std::fs::remove_file(&log).unwrap();
+        std::fs::write(&log, kept).unwrap();
+        let text = std::fs::read_to_string(s1.join("results.jsonl")).unwrap();
+        let mut v: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        v[0]["logs"] = "logs/../../outside".into();
+        std::fs::write(s1.join("results.jsonl"), v.iter().map(|x| x.to_string() + "\n").collect::<String>()).unwrap();
+        refused(&[s1.clone(), s2.clone()], "logs are not under logs/");
+        std::fs::write(s1.join("results.jsonl"), text).unwrap();
+        std::fs::remove_dir(&outside).unwrap();
         // Not a shard, not a run at all, an OUT with something in it.
         let plain = root.join("plain");
         std::fs::create_dir_all(&plain).unwrap();

@@ -3,6 +3,7 @@
 //! summary table. [`write_outputs`] writes the files, for every command that makes them.
 
 use super::parsers::Status;
+use super::result::{log_path, output_tail};
 use super::{InstanceResult, Verdict};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -350,39 +351,6 @@ fn xml_attr(s: &str) -> String {
     xml_text(s).replace(['\n', '\t'], " ")
 }
 
-/// The last lines of an instance's test output (40 lines, 4 KiB at most), read from the end of
-/// `logs/<name>/test_output.txt`; `None` when it has none.
-pub fn output_tail(output: &Path, r: &InstanceResult) -> Option<String> {
-    use std::io::{Read, Seek, SeekFrom};
-    if r.logs.is_empty() {
-        return None;
-    }
-    let mut f = std::fs::File::open(output.join(&r.logs).join("test_output.txt")).ok()?;
-    let from = f.metadata().ok()?.len().saturating_sub(16 << 10);
-    f.seek(SeekFrom::Start(from)).ok()?;
-    let mut buf = Vec::new();
-    f.take(16 << 10).read_to_end(&mut buf).ok()?;
-    let text = String::from_utf8_lossy(&buf);
-    // A line cut at the start of the read is dropped.
-    let lines: Vec<&str> = text.lines().skip(usize::from(from > 0)).collect();
-    let mut tail = lines[lines.len().saturating_sub(40)..].join("\n");
-    if tail.len() > 4096 {
-        let mut cut = tail.len() - 4096;
-        while !tail.is_char_boundary(cut) {
-            cut += 1;
-        }
-        tail = tail[cut..].to_string();
-    }
-    let tail = tail.trim_end().to_string();
-    (!tail.is_empty()).then_some(tail)
-}
-
-/// Where an instance's test output is, relative to the output directory `output`, if it has one.
-pub fn log_path(output: &Path, r: &InstanceResult) -> Option<String> {
-    let rel = format!("{}/test_output.txt", r.logs);
-    (!r.logs.is_empty() && output.join(&rel).is_file()).then_some(rel)
-}
-
 /// How a testcase ended, as JUnit writes it.
 enum Outcome {
     Passed,
@@ -676,7 +644,13 @@ fn instance_suite<'a>(r: &'a InstanceResult, output: &Path) -> Suite<'a> {
         Verdict::Timeout | Verdict::Oom | Verdict::Error | Verdict::Interrupted => true,
     };
     if own {
-        cases.push(verdict_case(r));
+        // The verdict's case keeps its name: a test the code under test named like it (it may
+        // name its own) is shown as the runner's, never as the verdict.
+        let v = verdict_case(r);
+        for c in cases.iter_mut().filter(|c| c.name == v.name) {
+            c.name = format!("{} (a test of that name)", c.name);
+        }
+        cases.push(v);
     }
     let log = log_path(output, r).map(|l| format!("log: {l}"));
     let (detail, system_out) = if r.verdict == Verdict::Resolved {
@@ -734,6 +708,12 @@ pub fn test_junit(name: &str, runner: &str, tests: &[&crate::eval::parsers::Test
 /// Per-language counts and resources, then the totals, naming what was graded (`predictions`:
 /// "gold (...)" for the reference solutions).
 pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
+    // Test names are the code under test's to choose: nothing in them reaches the terminal as
+    // an escape sequence.
+    super::result::terminal_safe(&table_text(results, wall, predictions))
+}
+
+fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
     let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
     for r in results {
         by_lang.entry(&r.language).or_default().push(r);
@@ -1112,11 +1092,43 @@ mod tests {
         let x = junit(&[r.clone()], &dir);
         assert!(x.contains(r#"<testcase classname="go/x" name="go/x" time="1.000">"#), "{x}");
         assert!(x.contains(r#"<failure message="unresolved: a test failed" type="unresolved">"#), "{x}");
+        // A test the code under test named like the verdict's case is shown as a test of
+        // that name, apart from the verdict.
+        r.tests = vec![t("TestA", Status::Passed), t("go/x", Status::Passed)];
+        let x = junit(&[r.clone()], &dir);
+        assert_eq!(x.matches(r#"<testcase classname="go/x" name="go/x" "#).count(), 1, "{x}");
+        assert!(x.contains(r#"<testcase classname="go/x" name="go/x (a test of that name)" time="0.250"/>"#), "{x}");
+        assert!(x.contains(r#"<testcase classname="go/x" name="go/x" time="1.000">"#), "{x}");
+        r.tests = vec![t("TestA", Status::Passed)];
+        // The log only beneath the output and through no link: a test_output.txt that is a
+        // link (a merged shard's) is neither read nor named.
+        std::fs::remove_file(dir.join("logs/go__x/test_output.txt")).unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", dir.join("logs/go__x/test_output.txt")).unwrap();
+        let x = junit(&[r.clone()], &dir);
+        assert!(!x.contains("root:") && !x.contains("log: logs/go__x"), "{x}");
+        r.logs = "logs/../../../etc".into();
+        assert!(log_path(&dir, &r).is_none() && output_tail(&dir, &r).is_none());
         // A timeout is an error besides its tests.
         r.verdict = Verdict::Timeout;
         let x = junit(&[r], &dir);
         assert!(x.contains(r#"tests="2" failures="0" errors="1""#), "{x}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_table_shows_no_escape_sequence_of_a_test_name() {
+        use crate::eval::parsers::TestResult;
+        use crate::measure::TestUsage;
+        let mut r = result("javascript/x", "javascript", Verdict::Unresolved);
+        let usage: TestUsage = serde_json::from_value(json!({"wall_s": 9.0, "cpu_user_s": 1.0, "cpu_system_s": 0.0,
+            "memory_peak_bytes": 1000, "method": "in-runner"}))
+        .unwrap();
+        let name = "zz \x1b]52;c;cHduZWQ=\x07\x1b[2K\r\u{9b}1Aresolved 1 of 1 \u{202e}evlos";
+        r.tests =
+            vec![TestResult { name: name.into(), status: Status::Passed, duration_s: Some(9.0), usage: Some(usage) }];
+        let t = table(&[r], Duration::from_secs(1), "gold");
+        assert!(t.contains("zz ?]52;c;cHduZWQ=??[2K??1Aresolved 1 of 1 ?evlos"), "{t}");
+        assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
     }
 
     #[test]

@@ -279,7 +279,7 @@ pub fn html(results: &[InstanceResult], summary: &Value, output: &std::path::Pat
               <th data-sort=\"wall\" data-numeric>wall</th><th data-sort=\"cpu\" data-numeric>CPU</th>\
               <th data-sort=\"memory\" data-numeric>peak memory</th><th class=\"text\">log</th></tr></thead><tbody>\n";
         for r in &failed {
-            let log = super::report::log_path(output, r)
+            let log = super::result::log_path(output, r)
                 .map(|path| format!("<a href=\"{}\">{}</a>", esc(&href(&path)), esc(&path)))
                 .unwrap_or_default();
             let class = if r.verdict == Verdict::Resolved { "verdict-resolved" } else { "verdict-failed" };

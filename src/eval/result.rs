@@ -4,6 +4,7 @@ use super::control;
 use super::instance::Instance;
 use super::parsers::TestResult;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// How a FAIL_TO_PASS or PASS_TO_PASS list fared.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -204,8 +205,65 @@ impl InstanceResult {
 /// Text from a sandbox, or from a predictions file, made fit for a terminal and a log line: no
 /// control character (escape sequences, carriage returns), cut at 500 characters.
 pub fn clean(s: &str) -> String {
-    let out: String = s.chars().map(|c| if c.is_control() && c != '\t' { '?' } else { c }).take(500).collect();
+    let out: String = s.chars().map(|c| if unsafe_for_terminal(c) || c == '\n' { '?' } else { c }).take(500).collect();
     out.trim().to_string()
+}
+
+/// Whether a character would do something on a terminal or reorder what a reader sees rather
+/// than show: C0 (tab and newline aside) and C1 controls (ESC starts every escape sequence,
+/// U+009B is CSI on its own), DEL, and the bidirectional overrides, embeddings and isolates.
+fn unsafe_for_terminal(c: char) -> bool {
+    (c.is_control() && c != '\t' && c != '\n')
+        || matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text for a terminal whose parts came from predictions, sandboxes or shards (test names in
+/// the summary table, instance ids in an error): every character [`unsafe_for_terminal`] made
+/// `?`, lines kept. Everything eval and merge print to stdout and stderr goes through it.
+pub fn terminal_safe(s: &str) -> String {
+    s.chars().map(|c| if unsafe_for_terminal(c) { '?' } else { c }).collect()
+}
+
+/// The last lines of an instance's test output (40 lines, 4 KiB at most), read from the end of
+/// `logs/<name>/test_output.txt`; `None` when it has none.
+pub fn output_tail(output: &Path, r: &InstanceResult) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut f = open_log(output, r)?;
+    let from = f.metadata().ok()?.len().saturating_sub(16 << 10);
+    f.seek(SeekFrom::Start(from)).ok()?;
+    let mut buf = Vec::new();
+    f.take(16 << 10).read_to_end(&mut buf).ok()?;
+    let text = String::from_utf8_lossy(&buf);
+    // A line cut at the start of the read is dropped.
+    let lines: Vec<&str> = text.lines().skip(usize::from(from > 0)).collect();
+    let mut tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    if tail.len() > 4096 {
+        let mut cut = tail.len() - 4096;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail = tail[cut..].to_string();
+    }
+    let tail = tail.trim_end().to_string();
+    (!tail.is_empty()).then_some(tail)
+}
+
+/// Where an instance's test output is, relative to the output directory `output`, if it has one.
+pub fn log_path(output: &Path, r: &InstanceResult) -> Option<String> {
+    open_log(output, r).map(|_| format!("{}/test_output.txt", r.logs))
+}
+
+/// An instance's test output, beneath `output` and through no link (`logs` comes from a
+/// results.jsonl, which merge reads from shards): a regular file, or `None`.
+fn open_log(output: &Path, r: &InstanceResult) -> Option<std::fs::File> {
+    use std::os::fd::AsRawFd;
+    if r.logs.is_empty() {
+        return None;
+    }
+    let dir = std::fs::File::open(output).ok()?;
+    let rel = format!("{}/test_output.txt", r.logs);
+    let resolve = crate::sys::RESOLVE_BENEATH | crate::sys::RESOLVE_NO_SYMLINKS;
+    crate::sys::open_untrusted(dir.as_raw_fd(), &rel, resolve, u64::MAX).ok()
 }
 
 #[cfg(test)]
@@ -216,6 +274,8 @@ mod tests {
     fn text_from_sandboxes_is_clean_for_terminals() {
         assert_eq!(clean("a\x1b]0;title\x07\x1b[2K\rb"), "a?]0;title??[2K?b");
         assert_eq!(clean(&"x".repeat(1000)).len(), 500);
+        assert_eq!(clean("a\nb\u{9b}2J\u{202e}c"), "a?b?2J?c");
+        assert_eq!(terminal_safe("t\x1b]52;c;eA==\x07\n\u{9b}H\u{2067}x\ty"), "t?]52;c;eA==?\n?H?x\ty");
     }
 
     #[test]
