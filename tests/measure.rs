@@ -61,7 +61,10 @@ fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 
         assert!(peak as f64 <= (200u64 << 20) as f64 * 1.1 + idle_peak as f64, "{what}: {peak}");
     }
     assert!(sleep["wall_s"].as_f64().unwrap() >= 0.5, "{what}: {r}");
-    assert!(cpu(sleep) < if jvm { 0.04 } else { 0.02 }, "{what}: sleeper cpu: {r}");
+    // (A runtime's own threads run on the process's clock while a test sleeps: V8's collector
+    // and compiler in node, JUnit's own work in the JVM.)
+    let runtime = jvm || what.ends_with("javascript/usage");
+    assert!(cpu(sleep) < if runtime { 0.05 } else { 0.02 }, "{what}: sleeper cpu: {r}");
     c
 }
 
@@ -84,7 +87,9 @@ fn every_test_of_every_runner_is_measured_apart() {
             let expected = if ["rust", "go", "cpp"].contains(lang) { "process" } else { "in-runner" };
             let c = assert_measured_apart(&format!("{m:?} {id}"), &r, expected, *lang == "java");
             // Two runs agree on the burner's CPU within 5%.
-            let c2 = cpu(usage_of(&second.result(&id), "burnscpu"));
+            let r2 = second.result(&id);
+            assert!(usage_of(&r2, "burnscpu").is_object(), "{m:?} {id}, second run: {r2}");
+            let c2 = cpu(usage_of(&r2, "burnscpu"));
             if *lang != "java" {
                 assert!((c - c2).abs() <= 0.05 * c.max(c2) + 0.01, "{m:?} {id}: {c} then {c2}");
             }

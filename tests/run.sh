@@ -36,19 +36,20 @@ rc=0
 # "SKIPPED: what: why" line on stderr; cargo counts the test as passed).
 mkdir -p .cache
 # In two phases: first the unit tests and the quick suites, among them the ones that look at
-# the whole host (mounts and cgroups left behind), alone; then the long eval suites in two
-# lanes at once. One binary at a time leaves a core idle about a third of the time (its last
-# long test); two lanes keep both busy. Every suite in tests/ not named in a lane is quick.
+# the whole host (mounts and cgroups left behind) and the per-test measurements (CPU times a
+# loaded machine stretches), alone; then the long eval suites in two lanes at once. One binary
+# at a time leaves a core idle about a third of the time (its last long test); two lanes keep
+# both busy. Every suite in tests/ not named in a lane runs in the first phase.
 # (--no-fail-fast: a failing suite does not hide the others' results. pipefail is set.)
-LANE_A="multi_swebench verdicts project predictions"
-LANE_B="eval measure swebench"
+LANE_A="multi_swebench verdicts predictions"
+LANE_B="eval swebench project"
 quick=()
 for f in tests/*.rs; do
   n=$(basename "$f" .rs)
   case " $LANE_A $LANE_B " in *" $n "*) ;; *) quick+=(--test "$n") ;; esac
 done
 cargo test --release --quiet --no-run
-at "tests: the unit tests and the quick suites"
+at "tests: the unit tests, the quick suites and the measurements"
 cargo test --release --no-fail-fast --lib --bins "${quick[@]}" -- --test-threads="${TEST_THREADS:-4}" 2>&1 \
   | tee .cache/tests.log || rc=$?
 at "tests: the eval suites in two lanes ($LANE_A | $LANE_B)"

@@ -1,9 +1,9 @@
 //! eval's and calibrate's progress on stderr. On a terminal: from the first second, a line
 //! saying what happens (probing an image's toolchain, pulling it, calibrating), then a bar
 //! whose clock ticks every second with the instances done, resolved and an ETA, and below it
-//! each instance running now with its time so far. Not on a terminal (a CI log): a line per
-//! step and per result, and a heartbeat line every 30 s while nothing else is said (what runs,
-//! for how long), so that a log that goes quiet says why.
+//! each instance running now with its time so far. Not on a terminal (a CI log): a line when
+//! the runs start and per result, and a heartbeat line every 30 s while nothing else is said
+//! (the step, or what runs, for how long), so that a log that goes quiet says why.
 
 use crate::eval::{InstanceResult, Progress, Verdict};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -259,10 +259,9 @@ impl Progress for Reporter {
                     i.line(&mut s, &line);
                 }
             }
-            None => {
-                let line = format!("polysandbox: {}", i.status(&s));
-                i.line(&mut s, &line);
-            }
+            // Piped, the steps before it are the heartbeat's to name (every 30 s): a command
+            // line refused while it reads its input stays one line.
+            None => {}
         }
     }
 
