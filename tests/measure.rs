@@ -62,9 +62,16 @@ fn assert_measured_apart(what: &str, r: &Value, method: &str, jvm: bool) -> f64 
     }
     assert!(sleep["wall_s"].as_f64().unwrap() >= 0.5, "{what}: {r}");
     // (A runtime's own threads run on the process's clock while a test sleeps: V8's collector
-    // and compiler in node, JUnit's own work in the JVM.)
+    // and compiler in node, JUnit's own work in the JVM; the first test run also gets the
+    // runner's warm-up: 0.07 s in jest. Still well below the burner's 0.27 s.)
     let runtime = jvm || what.ends_with("javascript/usage");
-    assert!(cpu(sleep) < if runtime { 0.05 } else { 0.02 }, "{what}: sleeper cpu: {r}");
+    let first = tests.first().is_some_and(|t| std::ptr::eq(&t["usage"], sleep));
+    let bound = match (runtime, first) {
+        (true, true) => 0.15,
+        (true, false) => 0.05,
+        (false, _) => 0.02,
+    };
+    assert!(cpu(sleep) < bound, "{what}: sleeper cpu: {r}");
     c
 }
 
