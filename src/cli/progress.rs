@@ -253,11 +253,9 @@ impl Progress for Reporter {
         match &i.tty {
             Some(t) => t.main.set_message(i.status(&s)),
             // The runs themselves say enough; a calibration's steps repeat each pass.
-            None if what == "running" => {
-                if s.pass.is_none() {
-                    let line = format!("polysandbox: running {} instances", s.total - s.kept);
-                    i.line(&mut s, &line);
-                }
+            None if what == "running" && s.pass.is_none() => {
+                let line = format!("polysandbox: running {} instances", s.total - s.kept);
+                i.line(&mut s, &line);
             }
             // Piped, the steps before it are the heartbeat's to name (every 30 s): a command
             // line refused while it reads its input stays one line.
