@@ -226,14 +226,21 @@ impl std::fmt::Display for Untrusted {
 pub fn open_untrusted(dir: RawFd, rel: &str, resolve: u64, cap: u64) -> std::result::Result<std::fs::File, Untrusted> {
     // Looked at before it is opened: opening a device node can do things (rewind a tape, arm
     // a watchdog), so only a regular file is opened for reading, through the path fd.
-    let at =
-        openat2(dir, rel, libc::O_PATH | libc::O_NOFOLLOW, resolve | RESOLVE_NO_MAGICLINKS).map_err(|e| {
-            match e.raw_os_error() {
+    let at = match openat2(dir, rel, libc::O_PATH | libc::O_NOFOLLOW, resolve | RESOLVE_NO_MAGICLINKS) {
+        Ok(fd) => fd,
+        // Without openat2 (Linux before 5.6, qemu-user): the same rules walked by hand.
+        Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => walk_beneath(dir, rel, resolve)?,
+        Err(e) => {
+            return Err(match e.raw_os_error() {
                 Some(libc::ELOOP) | Some(libc::EXDEV) => Untrusted::Escapes,
                 _ => Untrusted::Io(e),
-            }
-        })?;
+            })
+        }
+    };
     let md = std::fs::File::from(at.try_clone().map_err(Untrusted::Io)?).metadata().map_err(Untrusted::Io)?;
+    if md.file_type().is_symlink() {
+        return Err(Untrusted::Escapes);
+    }
     if !md.is_file() {
         return Err(Untrusted::NotRegular);
     }
@@ -246,6 +253,57 @@ pub fn open_untrusted(dir: RawFd, rel: &str, resolve: u64, cap: u64) -> std::res
         .open(format!("/proc/self/fd/{}", at.as_raw_fd()))
         .map_err(Untrusted::Io)?;
     Ok(f)
+}
+
+/// [`open_untrusted`]'s resolution where openat2 is missing: one component at a time by
+/// descriptor (`openat(O_PATH|O_NOFOLLOW)`), stricter than openat2's rules: no symlink anywhere
+/// on the way (even where `resolve` allows them), no `..`, an absolute path only under
+/// RESOLVE_IN_ROOT (taken from `dir`). The last component may be a symlink's own descriptor:
+/// the caller refuses it.
+fn walk_beneath(dir: RawFd, rel: &str, resolve: u64) -> std::result::Result<OwnedFd, Untrusted> {
+    if rel.starts_with('/') && resolve & RESOLVE_IN_ROOT == 0 {
+        return Err(Untrusted::Escapes);
+    }
+    let parts: Vec<&str> = rel.split('/').filter(|c| !c.is_empty() && *c != ".").collect();
+    if parts.contains(&"..") {
+        return Err(Untrusted::Escapes);
+    }
+    let dup = |fd: RawFd| {
+        // SAFETY: F_DUPFD_CLOEXEC on a descriptor the caller holds; a new fd we own.
+        let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+        if r < 0 {
+            Err(Untrusted::Io(io::Error::last_os_error()))
+        } else {
+            // SAFETY: as above.
+            Ok(unsafe { OwnedFd::from_raw_fd(r) })
+        }
+    };
+    let mut cur = dup(dir)?;
+    for (i, part) in parts.iter().enumerate() {
+        let last = i + 1 == parts.len();
+        let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC | if last { 0 } else { libc::O_DIRECTORY };
+        let c = cstr(part);
+        // SAFETY: a valid C string and a descriptor we own.
+        let r = unsafe { libc::openat(cur.as_raw_fd(), c.as_ptr(), flags) };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            // O_PATH|O_NOFOLLOW|O_DIRECTORY on a symlink says ENOTDIR: told apart from a file.
+            let link = || {
+                // SAFETY: a zeroed stat is a valid out-buffer; c is a valid C string.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                let r = unsafe { libc::fstatat(cur.as_raw_fd(), c.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) };
+                r == 0 && st.st_mode & libc::S_IFMT == libc::S_IFLNK
+            };
+            return Err(match e.raw_os_error() {
+                Some(libc::ELOOP) => Untrusted::Escapes,
+                Some(libc::ENOTDIR) if link() => Untrusted::Escapes,
+                _ => Untrusted::Io(e),
+            });
+        }
+        // SAFETY: a new fd we own.
+        cur = unsafe { OwnedFd::from_raw_fd(r) };
+    }
+    Ok(cur)
 }
 
 pub fn open(path: &CStr, flags: i32, what: &str) -> Result<OwnedFd> {
@@ -444,4 +502,44 @@ pub fn kernel_at_least(major: u32, minor: u32) -> bool {
     let mut it =
         rel.split(|c: char| !c.is_ascii_digit()).filter(|s| !s.is_empty()).map(|s| s.parse::<u32>().unwrap_or(0));
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (major, minor)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The walk used where openat2 is missing keeps open_untrusted's rules: beneath the
+    /// directory, no symlink on the way or at the end, no `..`, regular files only.
+    #[test]
+    fn the_walk_without_openat2_keeps_the_rules() {
+        let base = std::env::temp_dir().join(format!("psb-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("d/e")).unwrap();
+        std::fs::write(base.join("d/e/f"), "x").unwrap();
+        std::fs::write(base.join("outside"), "host").unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("d/link")).unwrap();
+        std::os::unix::fs::symlink(base.join("d/e"), base.join("d/dirlink")).unwrap();
+        let dir = std::fs::File::open(base.join("d")).unwrap();
+        let fd = dir.as_raw_fd();
+        let walk = |rel: &str, resolve: u64| walk_beneath(fd, rel, resolve);
+        let file = |o: OwnedFd| std::fs::File::from(o).metadata().unwrap();
+        assert!(file(walk("e/f", RESOLVE_BENEATH).unwrap()).is_file());
+        assert!(file(walk("./e//f", RESOLVE_BENEATH).unwrap()).is_file());
+        assert!(file(walk("/e/f", RESOLVE_IN_ROOT).unwrap()).is_file());
+        assert!(matches!(walk("/e/f", RESOLVE_BENEATH), Err(Untrusted::Escapes)));
+        assert!(matches!(walk("../outside", RESOLVE_BENEATH), Err(Untrusted::Escapes)));
+        assert!(matches!(walk("e/../../outside", RESOLVE_IN_ROOT), Err(Untrusted::Escapes)));
+        assert!(matches!(walk("dirlink/f", RESOLVE_BENEATH), Err(Untrusted::Escapes)));
+        assert!(matches!(walk("e/f/g", RESOLVE_BENEATH), Err(Untrusted::Io(_))));
+        assert!(matches!(walk("e/missing", RESOLVE_BENEATH), Err(Untrusted::Io(_))));
+        // The last component's own descriptor: a link, which open_untrusted refuses.
+        assert!(std::fs::File::from(walk("link", RESOLVE_BENEATH).unwrap())
+            .metadata()
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(open_untrusted(fd, "link", RESOLVE_BENEATH, 10).is_err());
+        assert!(matches!(open_untrusted(fd, "e", RESOLVE_BENEATH, 10), Err(Untrusted::NotRegular)));
+        let _ = std::fs::remove_dir_all(&base);
+    }
 }
