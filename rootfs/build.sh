@@ -5,6 +5,8 @@
 #   rootfs/build.sh --verify LANG...                    (rebuild from scratch: byte-identical?)
 #   rootfs/build.sh --arch arm64 LANG...                (another architecture's image, built
 #                                                        through qemu-user; not imported here)
+#   rootfs/build.sh --no-import LANG...                 (the tarball only: builds can run side
+#                                                        by side, the imports after them)
 #   rootfs/build.sh swebench RECORDS.jsonl --repos DIR  (SWE-bench replica images, under the
 #                                                        records' official names: rootfs/swebench.py)
 #   rootfs/build.sh multi-swe-bench RECORDS --repos DIR (Multi-SWE-bench replica images, under the
@@ -45,6 +47,7 @@ fi
 push=""
 relock=""
 verify=""
+noimport=""
 host_arch=$(dpkg --print-architecture)
 arch=$host_arch
 while [ $# -gt 0 ]; do
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --arch) arch=$2; shift 2 ;;
     --relock) relock=1; shift ;;
     --verify) verify=1; shift ;;
+    --no-import) noimport=1; shift ;;
     *) break ;;
   esac
 done
@@ -197,7 +201,7 @@ for lang in "${langs[@]}"; do
       exit 1
     fi
   fi
-  if [ -n "$suffix" ]; then
+  if [ -n "$suffix" ] || [ -n "$noimport" ]; then
     echo "$ref $tarball"
     continue
   fi
