@@ -219,10 +219,13 @@ fn mounts_never_propagate_between_the_sandbox_and_the_host() {
             Mode::Root => root_base(),
             Mode::User => f.uid,
         };
+        // (/x is world-writable for the mount target y: a tmpfs cannot be idmapped before
+        // Linux 6.3 (the arm64 VM's 6.1), and a plain bind shows it to the sandbox's own slot's
+        // ids, which are root_base()'s only in slot 0.)
         let script = format!(
             r#"set -e
 D={d}
-mount -t tmpfs tmpfs $D; mount --make-shared $D; mkdir -p $D/a/late $D/b; chown -R {owner} $D/a $D/b
+mount -t tmpfs tmpfs $D; mount --make-shared $D; mkdir -p $D/a/late $D/b; chown -R {owner} $D/a $D/b; chmod 777 $D/a
 {runas} {bin} run --timeout 30s --rootfs {rootfs} -v $D/a:/x -v $D/b:/x/y -- sh -c 'sleep 2; grep -c " /x/late " /proc/mounts || true' > $D/out 2>$D/err &
 sleep 1
 mount -t tmpfs late $D/a/late
