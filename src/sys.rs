@@ -224,6 +224,18 @@ impl std::fmt::Display for Untrusted {
 /// regular file of at most `cap` bytes (`/dev/zero` cannot fill anything). The one place every
 /// host-side reader of such files goes through.
 pub fn open_untrusted(dir: RawFd, rel: &str, resolve: u64, cap: u64) -> std::result::Result<std::fs::File, Untrusted> {
+    // What openat2 itself refuses, refused the same on both paths below (a NUL would
+    // otherwise become another name in `cstr`).
+    let refuse = |errno| Err(Untrusted::Io(io::Error::from_raw_os_error(errno)));
+    if rel.contains('\0') {
+        return refuse(libc::EINVAL);
+    }
+    if rel.is_empty() {
+        return refuse(libc::ENOENT);
+    }
+    if rel.len() >= libc::PATH_MAX as usize {
+        return refuse(libc::ENAMETOOLONG);
+    }
     // Looked at before it is opened: opening a device node can do things (rewind a tape, arm
     // a watchdog), so only a regular file is opened for reading, through the path fd.
     let at = match openat2(dir, rel, libc::O_PATH | libc::O_NOFOLLOW, resolve | RESOLVE_NO_MAGICLINKS) {
@@ -268,6 +280,8 @@ fn walk_beneath(dir: RawFd, rel: &str, resolve: u64) -> std::result::Result<Owne
     if parts.contains(&"..") {
         return Err(Untrusted::Escapes);
     }
+    // `f/`, `f/.`: a directory is asked for, as openat2 reads them (ENOTDIR for a file).
+    let dir_only = rel.ends_with('/') || rel.ends_with("/.") || rel == ".";
     let dup = |fd: RawFd| {
         // SAFETY: F_DUPFD_CLOEXEC on a descriptor the caller holds; a new fd we own.
         let r = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
@@ -281,7 +295,8 @@ fn walk_beneath(dir: RawFd, rel: &str, resolve: u64) -> std::result::Result<Owne
     let mut cur = dup(dir)?;
     for (i, part) in parts.iter().enumerate() {
         let last = i + 1 == parts.len();
-        let flags = libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC | if last { 0 } else { libc::O_DIRECTORY };
+        let flags =
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC | if last && !dir_only { 0 } else { libc::O_DIRECTORY };
         let c = cstr(part);
         // SAFETY: a valid C string and a descriptor we own.
         let r = unsafe { libc::openat(cur.as_raw_fd(), c.as_ptr(), flags) };
@@ -540,6 +555,32 @@ mod tests {
             .is_symlink());
         assert!(open_untrusted(fd, "link", RESOLVE_BENEATH, 10).is_err());
         assert!(matches!(open_untrusted(fd, "e", RESOLVE_BENEATH, 10), Err(Untrusted::NotRegular)));
+        let _ = std::fs::remove_dir_all(&base);
+    }
+
+    /// What openat2 refuses, the walk refuses too (a red team's list): a file named as a
+    /// directory, an empty path, a NUL (which would become another name), a path past
+    /// PATH_MAX. Each through open_untrusted, and the first ones through the walk itself.
+    #[test]
+    fn the_walk_refuses_what_openat2_refuses() {
+        let base = std::env::temp_dir().join(format!("psb-walk2-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(base.join("e")).unwrap();
+        std::fs::write(base.join("e/f"), "x").unwrap();
+        std::fs::write(base.join("e/<path with NUL>"), "y").unwrap();
+        std::fs::write(base.join("<path with NUL>"), "y").unwrap();
+        let dir = std::fs::File::open(&base).unwrap();
+        let fd = dir.as_raw_fd();
+        let fl = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS;
+        for rel in ["e/f/", "e/f/.", "e/f//"] {
+            assert!(matches!(walk_beneath(fd, rel, fl), Err(Untrusted::Io(_))), "{rel:?}");
+            assert!(open_untrusted(fd, rel, fl, 10).is_err(), "{rel:?}");
+        }
+        let long = format!("{}e/f", "./".repeat(libc::PATH_MAX as usize / 2));
+        for rel in ["", "e/f\0", "e/\0/f", long.as_str()] {
+            assert!(matches!(open_untrusted(fd, rel, fl, 10), Err(Untrusted::Io(_))), "{:?}", &rel[..rel.len().min(9)]);
+        }
+        assert!(open_untrusted(fd, "e/f", fl, 10).is_ok());
         let _ = std::fs::remove_dir_all(&base);
     }
 }

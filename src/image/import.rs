@@ -240,7 +240,8 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
     }
     for (path, digest) in &files {
         // Verified against its digest as it is stored.
-        store.put_blob(m.file(path, opts.max_unpacked)?, Some(digest))?;
+        // (take: a file that grows after open_untrusted's size check is read to its cap only.)
+        store.put_blob(m.file(path, opts.max_unpacked)?.take(opts.max_unpacked), Some(digest))?;
     }
     let name = match (tag, source_name) {
         (Some(t), _) => t,
@@ -281,12 +282,12 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
                 })?
         }
     };
-    let (cfg_digest, cfg_size) = store.put_blob(m.file(&entry.config, JSON_CAP)?, None)?;
+    let (cfg_digest, cfg_size) = store.put_blob(m.file(&entry.config, JSON_CAP)?.take(JSON_CAP), None)?;
     let mut layers = Vec::new();
     for l in &entry.layers {
         let mut f = m.file(l, opts.max_unpacked)?;
         let media = layer_media(&mut f, &dir.join(l))?;
-        let (digest, size) = store.put_blob(f, None)?;
+        let (digest, size) = store.put_blob(f.take(opts.max_unpacked), None)?;
         layers.push(Descriptor { media_type: media.into(), digest, size, annotations: None, platform: None });
     }
     let manifest = Manifest {
