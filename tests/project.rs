@@ -215,3 +215,49 @@ fn each_test_ends_what_the_listing_left_before_any_test_runs() {
     assert!(lines.starts_with("{\"key\":"), "{lines}");
     assert_eq!(lines.lines().count(), 2, "{lines}");
 }
+
+/// What a checkout under test plants cannot turn `test`'s own outputs against the host or the
+/// reader (a red team's findings): a link at the `--junit` path is replaced, never written
+/// through (it pointed at a file of the caller's), and a run whose exit status says it failed
+/// while its results show no failure (here a conftest that changes pytest's exit status, as
+/// code that rewrote the results would leave it) is said to be untrustworthy, in the table,
+/// the exit status and the junit.xml.
+#[test]
+fn a_checkout_cannot_turn_the_outputs_against_the_host() {
+    for m in modes() {
+        let dir = project(m, "python");
+        let tmp = m.owned_dir("tmp-planted");
+        let victim = m.owned_dir("victim").join("precious");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let junit = dir.join("junit.xml");
+        std::os::unix::fs::symlink(&victim, &junit).unwrap();
+        std::fs::write(
+            dir.join("conftest.py"),
+            "def pytest_sessionfinish(session, exitstatus):\n    session.exitstatus = 3\n",
+        )
+        .unwrap();
+        Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
+        let p = dir.to_str().unwrap();
+        let o = test_cmd(m, &["--runner", "python", p, "--junit", junit.to_str().unwrap()], &tmp);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n", "{m:?}: written through the link");
+        let md = std::fs::symlink_metadata(&junit).unwrap();
+        assert!(md.file_type().is_file(), "{m:?}: {md:?}");
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains("<testsuites"), "{x}");
+        assert_eq!(code(&o), 1, "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).contains("the tests exited 3 while their results report no failure"),
+            "{m:?}: {}\n{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        assert!(x.contains("polysandbox: the results contradict the run"), "{m:?}: {x}");
+        assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{m:?}: left in TMPDIR");
+        let left: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
+            .collect();
+        assert!(left.is_empty(), "{m:?}: {left:?}");
+    }
+}

@@ -179,3 +179,41 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
     }
     Ok((i, n))
 }
+
+/// A new file beside `path`, `.NAME.RANDOM.partial`, created with O_CREAT|O_EXCL (which
+/// follows no link and opens nothing that already exists).
+pub fn create_beside(path: &std::path::Path) -> Result<(std::path::PathBuf, std::fs::File), String> {
+    use std::io::Read;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut last = None;
+    for _ in 0..16 {
+        let mut r = [0u8; 8];
+        std::fs::File::open("/dev/urandom")
+            .and_then(|mut f| f.read_exact(&mut r))
+            .map_err(|e| format!("/dev/urandom: {e}"))?;
+        let tmp = path.with_file_name(format!(".{name}.{:016x}.partial", u64::from_ne_bytes(r)));
+        match std::fs::File::options().write(true).create_new(true).open(&tmp) {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        }
+    }
+    Err(format!("{}: {}", path.display(), last.map(|e| e.to_string()).unwrap_or_default()))
+}
+
+/// `data` written to `path` as a new file put in place by rename: never through a link or into
+/// a file someone put there first (a checkout may hold a link at the name), and nothing half
+/// written left behind.
+pub fn write_new(path: &std::path::Path, data: &[u8]) -> Result<(), String> {
+    use std::io::Write;
+    let (tmp, mut f) = create_beside(path)?;
+    let r = f
+        .write_all(data)
+        .and_then(|_| f.sync_data())
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .map_err(|e| format!("{}: {e}", path.display()));
+    if r.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    r
+}

@@ -74,27 +74,6 @@ fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out
     b.into_inner().and_then(|mut w| w.flush()).map_err(|e| format!("write: {e}"))
 }
 
-/// A new file beside `path`, `.NAME.RANDOM.partial`, created with O_CREAT|O_EXCL (which
-/// follows no link and opens nothing that already exists).
-fn create_beside(path: &std::path::Path) -> Result<(std::path::PathBuf, std::fs::File), String> {
-    use std::io::Read;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut last = None;
-    for _ in 0..16 {
-        let mut r = [0u8; 8];
-        std::fs::File::open("/dev/urandom")
-            .and_then(|mut f| f.read_exact(&mut r))
-            .map_err(|e| format!("/dev/urandom: {e}"))?;
-        let tmp = path.with_file_name(format!(".{name}.{:016x}.partial", u64::from_ne_bytes(r)));
-        match std::fs::File::options().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-    }
-    Err(format!("{}: {}", path.display(), last.map(|e| e.to_string()).unwrap_or_default()))
-}
-
 pub fn main(a: SaveArgs) -> i32 {
     let r = (|| -> Result<(), String> {
         let store = Store::open(&a.root.clone().unwrap_or_else(Store::default_root))?;
@@ -104,7 +83,7 @@ pub fn main(a: SaveArgs) -> i32 {
                 // Under a temporary name beside it, renamed when whole: a failure leaves nothing.
                 // Made new (O_EXCL: never a file or link someone put there first), under a name
                 // not known in advance.
-                let (tmp, f) = create_beside(path)?;
+                let (tmp, f) = super::common::create_beside(path)?;
                 let r = write_archive(&store, &name, &desc, &a.format, std::io::BufWriter::new(f))
                     .and_then(|_| std::fs::rename(&tmp, path).map_err(|e| format!("{}: {e}", path.display())));
                 if r.is_err() {

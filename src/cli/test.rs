@@ -224,7 +224,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
                         secs(u.cpu_s()),
                         units::human_bytes(u.memory_peak_bytes),
                         by,
-                        t.name
+                        one_line(&t.name)
                     );
                 }
                 None => out!(
@@ -234,7 +234,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
                     "-",
                     "-",
                     "-",
-                    t.name
+                    one_line(&t.name)
                 ),
             }
         }
@@ -288,6 +288,15 @@ fn test(a: TestArgs) -> Result<i32, String> {
             }
         ));
     }
+    // A failing run whose results show no failure: something rewrote them (a process the
+    // project started before the tests can reach the report channel; docs/threat-model.md).
+    let contradicted = failed == 0 && record.is_some_and(|r| r.exit_code.is_some_and(|c| c != 0));
+    if contradicted {
+        lines.push(format!(
+            "the tests exited {} while their results report no failure: the results cannot be trusted",
+            record.and_then(|r| r.exit_code).unwrap_or(-1)
+        ));
+    }
     if let Some(t) = &o.tampered {
         lines.push(format!("the runner's report cannot be trusted: {t}"));
     }
@@ -299,9 +308,19 @@ fn test(a: TestArgs) -> Result<i32, String> {
         }
     }
     if let Some(path) = &a.junit {
-        let tests: Vec<&crate::eval::parsers::TestResult> = o.tests.iter().collect();
+        let mut tests: Vec<&crate::eval::parsers::TestResult> = o.tests.iter().collect();
+        // An untrustworthy run says so in the junit too, as an error of its own.
+        let whole = crate::eval::parsers::TestResult {
+            name: "polysandbox: the results contradict the run".into(),
+            status: Status::Error,
+            duration_s: None,
+            usage: None,
+        };
+        if contradicted || o.tampered.is_some() {
+            tests.push(&whole);
+        }
         let x = crate::eval::report::test_junit(&p.name, &a.runner, &tests);
-        std::fs::write(path, x).map_err(|e| format!("{}: {e}", path.display()))?;
+        super::common::write_new(path, x.as_bytes())?;
     }
     let ran_clean = record.is_some_and(|r| r.exit_code == Some(0) && r.signal.is_none());
     if o.tests.is_empty() {
@@ -309,4 +328,10 @@ fn test(a: TestArgs) -> Result<i32, String> {
         return Ok(1);
     }
     Ok(if failed == 0 && o.tampered.is_none() && ran_clean { 0 } else { 1 })
+}
+
+/// A test's name on one line of the table: a name with a line break could draw lines of its
+/// own (a forged summary) below it.
+fn one_line(name: &str) -> String {
+    name.replace(['\n', '\r'], " ")
 }
