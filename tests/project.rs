@@ -251,7 +251,7 @@ fn a_checkout_cannot_turn_the_outputs_against_the_host() {
             stdout(&o),
             stderr(&o)
         );
-        assert!(x.contains("polysandbox: the results contradict the run"), "{m:?}: {x}");
+        assert!(x.contains("polysandbox: these results cannot be trusted"), "{m:?}: {x}");
         assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0, "{m:?}: left in TMPDIR");
         let left: Vec<_> = std::fs::read_dir(&dir)
             .unwrap()
@@ -259,5 +259,42 @@ fn a_checkout_cannot_turn_the_outputs_against_the_host() {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".partial"))
             .collect();
         assert!(left.is_empty(), "{m:?}: {left:?}");
+    }
+}
+
+/// A process the checkout starts before the tests and leaves running (here a build script's
+/// daemon) is the sandbox init's, out of each-test's reach, and could read the key that signs
+/// each test's line (a red team's forge): the run says its per-test results cannot be trusted,
+/// in the table and the junit.xml; the exit status stays each-test's own.
+#[test]
+fn a_daemon_left_before_the_tests_is_named() {
+    for m in modes() {
+        if !langs_here(m).contains(&"rust") {
+            skip("a_daemon_left_before_the_tests_is_named", &format!("{m:?}: no rust image"));
+            continue;
+        }
+        let dir = project(m, "rust");
+        let tmp = m.owned_dir("tmp-daemon");
+        let p = dir.to_str().unwrap();
+        // Without one: nothing said.
+        let o = test_cmd(m, &["--runner", "rust", p], &tmp);
+        assert!(!stdout(&o).contains("cannot be trusted"), "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        std::fs::write(
+            dir.join("build.rs"),
+            "fn main() { let _ = std::process::Command::new(\"sh\").args([\"-c\", \"sleep 300 </dev/null >/dev/null 2>&1 &\"]).status(); }\n",
+        )
+        .unwrap();
+        Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
+        let junit = m.owned_dir("junit-daemon").join("junit.xml");
+        let o = test_cmd(m, &["--runner", "rust", p, "--junit", junit.to_str().unwrap()], &tmp);
+        let out = stdout(&o);
+        assert!(
+            out.contains("the per-test results cannot be trusted (the exit status can)"),
+            "{m:?}: {out}\n{}",
+            stderr(&o)
+        );
+        assert_eq!(code(&o), 0, "{m:?}: the tests pass, and the exit status says so: {out}\n{}", stderr(&o));
+        let x = std::fs::read_to_string(&junit).unwrap();
+        assert!(x.contains("polysandbox: these results cannot be trusted"), "{m:?}: {x}");
     }
 }

@@ -300,6 +300,9 @@ fn test(a: TestArgs) -> Result<i32, String> {
     if let Some(t) = &o.tampered {
         lines.push(format!("the runner's report cannot be trusted: {t}"));
     }
+    if let Some(u) = &o.unverified {
+        lines.push(format!("the per-test results cannot be trusted (the exit status can): {u}"));
+    }
     for l in &lines {
         if a.json {
             eprintln!("polysandbox: {l}");
@@ -311,12 +314,12 @@ fn test(a: TestArgs) -> Result<i32, String> {
         let mut tests: Vec<&crate::eval::parsers::TestResult> = o.tests.iter().collect();
         // An untrustworthy run says so in the junit too, as an error of its own.
         let whole = crate::eval::parsers::TestResult {
-            name: "polysandbox: the results contradict the run".into(),
+            name: "polysandbox: these results cannot be trusted".into(),
             status: Status::Error,
             duration_s: None,
             usage: None,
         };
-        if contradicted || o.tampered.is_some() {
+        if contradicted || o.tampered.is_some() || o.unverified.is_some() {
             tests.push(&whole);
         }
         let x = crate::eval::report::test_junit(&p.name, &a.runner, &tests);

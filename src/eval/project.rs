@@ -43,6 +43,8 @@ pub struct Outcome {
     pub complete: bool,
     /// Why the results cannot be the runner's own (a report written twice, past its cap).
     pub tampered: Option<String>,
+    /// See [`parsers::Parsed::unverified`].
+    pub unverified: Option<String>,
     /// The sandbox's usage record (none when it left none).
     pub record: Option<Report>,
     /// `polysandbox run`'s exit status.
@@ -167,6 +169,7 @@ pub fn run(p: &Project, echo: &mut (dyn Write + Send)) -> Result<Outcome, String
         tests: parsed.tests,
         complete: parsed.complete,
         tampered: parsed.tampered,
+        unverified: parsed.unverified,
         record,
         exit: status.code().unwrap_or(125),
     })

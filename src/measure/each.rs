@@ -120,7 +120,8 @@ pub fn main(o: &Options) -> i32 {
     let key = super::new_key();
     if let Some(f) = report.as_mut() {
         let tests = cases.iter().map(|c| c.name.clone()).collect();
-        let mut line = serde_json::to_vec(&KeyLine { key: key.clone(), tests }).unwrap_or_default();
+        let others = others();
+        let mut line = serde_json::to_vec(&KeyLine { key: key.clone(), tests, others }).unwrap_or_default();
         line.push(b'\n');
         if f.write_all(&line).is_err() || !drained(f) {
             eprintln!("polysandbox each-test: the report channel did not take the key: no test run");
@@ -356,6 +357,34 @@ fn group_rss(pgid: i32) -> u64 {
 
 fn tv(t: libc::timeval) -> f64 {
     t.tv_sec as f64 + t.tv_usec as f64 / 1e6
+}
+
+/// The processes of the sandbox besides this one, its ancestors and the init (pid 1), that
+/// are alive (not zombies): started before each-test (a build script's daemon, a setup step's
+/// service) and now the init's, out of a subreaper's reach. Only where each-test is the
+/// init's own child, as the sandbox starts it: anywhere else (not in a sandbox) it says
+/// nothing, and it never signals them.
+fn others() -> Vec<i32> {
+    let me = std::process::id() as i32;
+    // SAFETY: getppid cannot fail.
+    if unsafe { libc::getppid() } != 1 {
+        return Vec::new();
+    }
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let mut v: Vec<i32> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
+        .filter(|&pid| pid != me && pid != 1)
+        .filter(|pid| {
+            // "pid (comm) S ...": the state after the last ')'. Gone meanwhile: not counted.
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|st| st.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])))
+                .unwrap_or(false)
+        })
+        .collect();
+    v.sort_unstable();
+    v
 }
 
 /// The children this process has now (orphans of earlier tests came back to it).

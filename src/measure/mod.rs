@@ -122,6 +122,11 @@ pub struct KeyLine {
     /// The tests it is about to run, by the names their lines carry.
     #[serde(default)]
     pub tests: Vec<String>,
+    /// Processes of the sandbox that were running when the key was drawn and that each-test
+    /// could not end (not its own: started before it, by a build script or a setup step, and
+    /// now the init's): any of them could have read the key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub others: Vec<i32>,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -179,6 +184,8 @@ pub struct Measured {
     /// Why the channel is not `each-test`'s alone (its first line is not the key, or a second
     /// key line came).
     pub tampered: Option<String>,
+    /// `process`: the key line's `others` (processes that could have read the key).
+    pub others: Vec<i32>,
 }
 
 /// The channel's lines. `expect` is how the runner's tests are measured: for `process`, only
@@ -235,6 +242,7 @@ pub fn read(bytes: &[u8], expect: Method) -> Measured {
             m.unclean.clear();
         } else if let Some(k) = key {
             m.ran = k.tests;
+            m.others = k.others;
         }
     }
     m

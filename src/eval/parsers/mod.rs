@@ -201,6 +201,10 @@ pub struct Parsed {
     /// Go: tests that wrote lines of their own while they were the test running (their own
     /// `t.Error`s, not only their subtests'), by name.
     pub spoke: std::collections::BTreeSet<String>,
+    /// `process`: why the per-test results may not be each-test's own although the channel
+    /// looks whole (processes it could not end were running when it drew its key). `test`
+    /// says so; eval, where nothing of a prediction runs before each-test, does not use it.
+    pub unverified: Option<String>,
 }
 
 impl Parsed {
@@ -224,7 +228,7 @@ impl Parsed {
 /// abort) is not enough. Returns why the results cannot be trusted, when the channel shows it.
 pub fn attach_usage(tests: &mut Vec<TestResult>, measured: crate::measure::Measured) -> Option<String> {
     use crate::measure::Method;
-    let crate::measure::Measured { usage: measured, ran, unclean, tampered } = measured;
+    let crate::measure::Measured { usage: measured, ran, unclean, tampered, others: _ } = measured;
     let ran: std::collections::BTreeSet<String> = ran.into_iter().collect();
     // A name a report gives twice (a forged line beside the runner's own) gets the same line.
     let mut named = std::collections::BTreeSet::new();
@@ -275,7 +279,15 @@ pub fn parse(parser: Parser, output: &str, reports: &Reports) -> Parsed {
             Parser::Cargo | Parser::Gotest | Parser::JunitXmlEach => crate::measure::Method::Process,
             _ => crate::measure::Method::InRunner,
         };
-        if let Some(why) = attach_usage(&mut p.tests, crate::measure::read(bytes, expect)) {
+        let read = crate::measure::read(bytes, expect);
+        if !read.others.is_empty() {
+            p.unverified = Some(format!(
+                "{} process(es) that each-test did not start (pids {:?} in the sandbox: a daemon from a setup step or a build script?) were running when it drew the key that signs each test's line: they could have read it",
+                read.others.len(),
+                read.others
+            ));
+        }
+        if let Some(why) = attach_usage(&mut p.tests, read) {
             p.tampered.get_or_insert(why);
         }
     }
