@@ -224,7 +224,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
                         secs(u.cpu_s()),
                         units::human_bytes(u.memory_peak_bytes),
                         by,
-                        one_line(&t.name)
+                        crate::eval::result::clean(&t.name)
                     );
                 }
                 None => out!(
@@ -234,7 +234,7 @@ fn test(a: TestArgs) -> Result<i32, String> {
                     "-",
                     "-",
                     "-",
-                    one_line(&t.name)
+                    crate::eval::result::clean(&t.name)
                 ),
             }
         }
@@ -304,8 +304,11 @@ fn test(a: TestArgs) -> Result<i32, String> {
         lines.push(format!("the per-test results cannot be trusted (the exit status can): {u}"));
     }
     for l in &lines {
+        // One line each (test names come from the runner's reports: a line break in one could
+        // draw a summary of its own).
+        let l = l.replace(['\n', '\r'], " ");
         if a.json {
-            eprintln!("polysandbox: {l}");
+            eprintln!("polysandbox: {}", crate::eval::result::terminal_safe(&l));
         } else {
             out!("{l}");
         }
@@ -331,10 +334,4 @@ fn test(a: TestArgs) -> Result<i32, String> {
         return Ok(1);
     }
     Ok(if failed == 0 && o.tampered.is_none() && ran_clean { 0 } else { 1 })
-}
-
-/// A test's name on one line of the table: a name with a line break could draw lines of its
-/// own (a forged summary) below it.
-fn one_line(name: &str) -> String {
-    name.replace(['\n', '\r'], " ")
 }

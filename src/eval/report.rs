@@ -784,7 +784,12 @@ fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> 
     let all = measured_tests(results);
     if !all.is_empty() {
         let show = |v: Vec<(&str, &str, f64)>, f: &dyn Fn(f64) -> String| {
-            v.into_iter().take(3).map(|(i, n, x)| format!("{i} {n} ({})", f(x))).collect::<Vec<_>>().join(", ")
+            // (Names from the runners' reports: one line each, or a name could draw lines of its own.)
+            v.into_iter()
+                .take(3)
+                .map(|(i, n, x)| format!("{i} {} ({})", super::result::clean(n), f(x)))
+                .collect::<Vec<_>>()
+                .join(", ")
         };
         t += &format!("per-test usage: {} tests measured\n", all.len());
         t += &format!("  slowest: {}\n", show(heaviest(&all, |u| u.wall_s, 3), &|x| format!("{x:.2} s")));
@@ -793,8 +798,10 @@ fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> 
             "  most memory: {}\n",
             show(heaviest(&all, |u| u.memory_peak_bytes as f64, 3), &|x| format!("{} MiB", x as u64 >> 20))
         );
-        let stopped: Vec<String> =
-            all.iter().filter_map(|(i, n, u)| u.stopped_by.map(|l| format!("{i} {n} ({})", l.describe()))).collect();
+        let stopped: Vec<String> = all
+            .iter()
+            .filter_map(|(i, n, u)| u.stopped_by.map(|l| format!("{i} {} ({})", super::result::clean(n), l.describe())))
+            .collect();
         if !stopped.is_empty() {
             t += &format!("  stopped by a per-test limit: {}\n", stopped.join(", "));
         }
@@ -946,7 +953,8 @@ fn vs_gold_lines(results: &[InstanceResult]) -> String {
     let mut tests: Vec<_> = test_ratios(results).into_iter().filter_map(|(i, n, c, _)| c.map(|c| (i, n, c))).collect();
     tests.sort_by(|a, b| b.2.partial_cmp(&a.2).unwrap_or(std::cmp::Ordering::Equal));
     if !tests.is_empty() {
-        let top: Vec<String> = tests.iter().take(3).map(|(i, n, c)| format!("{i} {n} ({c:.2}x)")).collect();
+        let top: Vec<String> =
+            tests.iter().take(3).map(|(i, n, c)| format!("{i} {} ({c:.2}x)", super::result::clean(n))).collect();
         t += &format!("  largest CPU vs gold: {}\n", top.join(", "));
     }
     t
@@ -1126,9 +1134,13 @@ mod tests {
         let name = "zz \x1b]52;c;cHduZWQ=\x07\x1b[2K\r\u{9b}1Aresolved 1 of 1 \u{202e}evlos";
         r.tests =
             vec![TestResult { name: name.into(), status: Status::Passed, duration_s: Some(9.0), usage: Some(usage) }];
-        let t = table(&[r], Duration::from_secs(1), "gold");
+        let t = table(&[r.clone()], Duration::from_secs(1), "gold");
         assert!(t.contains("zz ?]52;c;cHduZWQ=??[2K??1Aresolved 1 of 1 ?evlos"), "{t}");
         assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
+        // Nor a line of its own: a line break in a name draws no forged summary line.
+        r.tests[0].name = "zz\nresolved 9 of 9 (100.0%)".into();
+        let t = table(&[r], Duration::from_secs(1), "gold");
+        assert!(!t.lines().any(|l| l.starts_with("resolved 9")), "{t}");
     }
 
     #[test]
