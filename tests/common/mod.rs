@@ -53,6 +53,15 @@ pub fn fixtures() -> &'static Fixtures {
             let name = e.file_name().to_string_lossy().into_owned();
             if let Some(pid) = name.strip_prefix("polysandbox-tests-") {
                 if !Path::new(&format!("/proc/{pid}")).exists() {
+                    // A run killed mid-test can leave its small filesystems mounted there.
+                    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+                    let prefix = format!("{}/", e.path().display());
+                    let mut under: Vec<&str> =
+                        mounts.lines().filter_map(|l| l.split(' ').nth(1)).filter(|m| m.starts_with(&prefix)).collect();
+                    under.sort_by_key(|m| std::cmp::Reverse(m.len()));
+                    for m in under {
+                        let _ = Command::new("umount").args(["-l", m]).status();
+                    }
                     let _ = std::fs::remove_dir_all(e.path());
                 }
             }
