@@ -267,10 +267,10 @@ fn a_checkout_cannot_turn_the_outputs_against_the_host() {
 /// each test's line (a red team's forge): the run says its per-test results cannot be trusted,
 /// in the table and the junit.xml; the exit status stays each-test's own.
 #[test]
-fn a_daemon_left_before_the_tests_is_named() {
+fn a_daemon_left_before_the_tests_is_ended() {
     for m in modes() {
         if !langs_here(m).contains(&"rust") {
-            skip("a_daemon_left_before_the_tests_is_named", &format!("{m:?}: no rust image"));
+            skip("a_daemon_left_before_the_tests_is_ended", &format!("{m:?}: no rust image"));
             continue;
         }
         let dir = project(m, "rust");
@@ -278,7 +278,10 @@ fn a_daemon_left_before_the_tests_is_named() {
         let p = dir.to_str().unwrap();
         // Without one: nothing said.
         let o = test_cmd(m, &["--runner", "rust", p], &tmp);
-        assert!(!stdout(&o).contains("cannot be trusted"), "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        assert!(!stderr(&o).contains("processes the setup or the build left"), "{m:?}: {}", stderr(&o));
+        // A build script's daemon (reparented to init: `cargo test --no-run` runs before
+        // each-test) that would read the key from the report channel and forge the results.
+        // It is ended before the key exists, and the results are not flagged.
         std::fs::write(
             dir.join("build.rs"),
             "fn main() { let _ = std::process::Command::new(\"sh\").args([\"-c\", \"sleep 300 </dev/null >/dev/null 2>&1 &\"]).status(); }\n",
@@ -287,14 +290,12 @@ fn a_daemon_left_before_the_tests_is_named() {
         Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
         let junit = m.owned_dir("junit-daemon").join("junit.xml");
         let o = test_cmd(m, &["--runner", "rust", p, "--junit", junit.to_str().unwrap()], &tmp);
-        let out = stdout(&o);
-        assert!(
-            out.contains("the per-test results cannot be trusted (the exit status can)"),
-            "{m:?}: {out}\n{}",
-            stderr(&o)
-        );
-        assert_eq!(code(&o), 0, "{m:?}: the tests pass, and the exit status says so: {out}\n{}", stderr(&o));
+        let (out, err) = (stdout(&o), stderr(&o));
+        assert!(err.contains("ended 1 processes the setup or the build left running"), "{m:?}: {out}\n{err}");
+        assert!(!out.contains("cannot be trusted"), "{m:?}: the daemon is gone before the key: {out}\n{err}");
+        assert_eq!(code(&o), 0, "{m:?}: the tests pass, and the exit status says so: {out}\n{err}");
         let x = std::fs::read_to_string(&junit).unwrap();
-        assert!(x.contains("polysandbox: these results cannot be trusted"), "{m:?}: {x}");
+        assert!(!x.contains("cannot be trusted"), "{m:?}: {x}");
+        assert!(x.contains("<testcase"), "{m:?}: {x}");
     }
 }

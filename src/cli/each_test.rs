@@ -27,6 +27,10 @@ pub struct EachTestArgs {
     /// Per-test CPU time limit (RLIMIT_CPU of the test's process).
     #[arg(long, value_parser = units::parse_duration)]
     cpu_time: Option<Duration>,
+    /// End every other process of the sandbox before the first test (kill(-1) from init's
+    /// child): what the setup or the build left. Only inside a sandbox: eval and `test` say so.
+    #[arg(long)]
+    end_others: bool,
     /// Cargo: more `cargo test` arguments; otherwise the test binary, then flags for each run.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
@@ -40,6 +44,7 @@ pub fn main(a: EachTestArgs) -> i32 {
         timeout: a.timeout,
         memory: a.memory,
         cpu_time: a.cpu_time,
+        end_others: a.end_others,
         args: a.args,
     })
 }

@@ -91,6 +91,7 @@ impl PerTest {
         let mut v = vec![
             format!("{MEASURE}/bin/polysandbox"),
             "each-test".into(),
+            "--end-others".into(),
             "--report".into(),
             format!("{{report}}/{MEASURE_REPORT}"),
         ];

@@ -45,6 +45,8 @@ pub struct Options {
     pub timeout: Option<Duration>,
     pub memory: Option<u64>,
     pub cpu_time: Option<Duration>,
+    /// End the sandbox's other processes before the key exists (see [`end_others`]).
+    pub end_others: bool,
     /// Cargo: more arguments for `cargo test`; otherwise the binary, then flags for each run.
     pub args: Vec<String>,
 }
@@ -114,6 +116,14 @@ pub fn main(o: &Options) -> i32 {
     if !reap_leftovers(LEFTOVERS) {
         eprintln!("polysandbox each-test: processes the listing or the build left would not end: no test run");
         return 1;
+    }
+    // What ran before us and left processes that are not ours (a `--setup` step's or a build
+    // script's daemon, reparented to init before we became a subreaper) could read the key.
+    // With init our parent, every other process in the sandbox is such a leftover: they end
+    // too. Those that would not are named in the key line, and the results flagged.
+    let ended = if o.end_others { end_others(LEFTOVERS) } else { 0 };
+    if ended > 0 {
+        eprintln!("polysandbox each-test: ended {ended} processes the setup or the build left running");
     }
     // SAFETY: plain prctl on ourselves: no process of the same user reads our memory.
     unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) };
@@ -363,7 +373,7 @@ fn tv(t: libc::timeval) -> f64 {
 /// are alive (not zombies): started before each-test (a build script's daemon, a setup step's
 /// service) and now the init's, out of a subreaper's reach. Only where each-test is the
 /// init's own child, as the sandbox starts it: anywhere else (not in a sandbox) it says
-/// nothing, and it never signals them.
+/// nothing. [`end_others`] ends them when the caller says it runs in a sandbox.
 fn others() -> Vec<i32> {
     let me = std::process::id() as i32;
     // SAFETY: getppid cannot fail.
@@ -385,6 +395,26 @@ fn others() -> Vec<i32> {
         .collect();
     v.sort_unstable();
     v
+}
+
+/// Ends every process of the sandbox but init and us, when init is our parent (so that none
+/// of them is an ancestor): `kill(-1)` in the sandbox's pid namespace reaches exactly those.
+/// Repeated until none is left (a fork racing the first kill) or `limit` passes; how many
+/// there were at first.
+fn end_others(limit: Duration) -> usize {
+    // `others` is empty unless init is our parent: nothing is signalled anywhere else.
+    let first = others().len();
+    let start = Instant::now();
+    while !others().is_empty() && start.elapsed() < limit {
+        // SAFETY: a signal to every process this one may signal but init and itself; with
+        // init our parent, that is only what the project's code left in this sandbox.
+        unsafe { libc::kill(-1, libc::SIGKILL) };
+        let mut st = 0;
+        // SAFETY: reaping our own children (the killed ones that were ours), without waiting.
+        while unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } > 0 {}
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    first
 }
 
 /// The children this process has now (orphans of earlier tests came back to it).
