@@ -469,3 +469,39 @@ fn an_environment_that_cannot_be_had_is_an_error_naming_why() {
     assert_eq!(r["verdict"], "error", "{r}");
     assert!(r["reason"].as_str().unwrap().starts_with("sharkdp/fd_v9_9: the harness defines no instance so"), "{r}");
 }
+
+/// The eighth red team's: a prediction whose build fails with a network error's words is an
+/// `error` after the prediction, which gold's check run decides (no calibration here). Gold's
+/// run used to write the harness's files over the prediction's (fix.patch, the fix run's log,
+/// report.json with gold's 133 passing tests), the files the harness's own tools read. Now the
+/// verdict and those files are the prediction's.
+#[test]
+fn gold_s_check_run_leaves_the_prediction_s_harness_files() {
+    if !replicas_ready("gold_s_check_run_leaves_the_prediction_s_harness_files") {
+        return;
+    }
+    let m = Mode::Root;
+    let rec = records().into_iter().find(|r| r["repo"] == "bytes").unwrap();
+    let file = write_records(m, "bytes.jsonl", std::slice::from_ref(&rec));
+    // (src/buf/buf_impl.rs at the base commit, around line 66.)
+    let patch = "diff --git a/src/buf/buf_impl.rs b/src/buf/buf_impl.rs\n--- a/src/buf/buf_impl.rs\n+++ b/src/buf/buf_impl.rs\n@@ -66,6 +66,8 @@ macro_rules! buf_get_impl {\n     }};\n }\n \n+compile_error!(\"Could not resolve host: index.crates.io\");\n+\n /// Read bytes from a buffer.\n ///\n /// A buffer stores bytes in memory such that read operations are infallible.\n";
+    let pred =
+        write_records(m, "bytes-pred.jsonl", &[serde_json::json!({"instance_id": id(&rec), "model_patch": patch})]);
+    let run =
+        eval(m, "msb-gold-check", &[file.to_str().unwrap(), "-p", pred.to_str().unwrap(), "--no-calibration"], &[]);
+    all(&run, "unresolved", 1).unwrap();
+    let r = &run.by_id()[&id(&rec)];
+    assert!(r["reason"].as_str().unwrap_or("").contains("gold resolves here the same way"), "{r}");
+    let dir = run.dir.join(format!(
+        "{}/{}/evaluation/pr-{}",
+        rec["org"].as_str().unwrap(),
+        rec["repo"].as_str().unwrap(),
+        rec["number"]
+    ));
+    assert_eq!(std::fs::read_to_string(dir.join("fix.patch")).unwrap(), patch);
+    let log = std::fs::read_to_string(dir.join("fix-patch-run.log")).unwrap_or_default();
+    assert!(log.contains("Could not resolve host"), "{log}");
+    if let Ok(rep) = std::fs::read_to_string(dir.join("report.json")) {
+        assert!(!rep.contains("\"valid\": true"), "{rep}");
+    }
+}

@@ -635,3 +635,57 @@ fn a_replica_built_rootless_is_roots_byte_for_byte() {
         eval(m, "swe-rootless-eval", &[file.to_str().unwrap(), "-p", "gold", "--root", store.to_str().unwrap()], &[]);
     assert_eq!(run.verdicts()[id], "resolved", "{}", stderr(&run.out));
 }
+
+/// The eighth red team's: a prediction whose `.gitattributes` makes git fail on a test file
+/// breaks the driver's reset of the test files, an `error` after the prediction was in. It was
+/// made infrastructure's for good: the retry found the first attempt's report FIFO in its
+/// scratch directory (`File exists`), an error before the prediction. And where gold's check
+/// run decided it, gold's run wrote over the prediction's harness files (patch.diff,
+/// test_output.txt, report.json `resolved: true`), which `--rewrite_reports` then graded:
+/// `resolved`. Now each attempt starts from an empty scratch directory, gold's check writes
+/// beside them, and the verdict and the files are the prediction's.
+#[test]
+fn a_prediction_that_breaks_the_reset_is_graded_on_its_own_files() {
+    if !replicas_ready("a_prediction_that_breaks_the_reset_is_graded_on_its_own_files") {
+        return;
+    }
+    let m = Mode::Root;
+    let id = "pallets__flask-4992";
+    let rec = records().into_iter().find(|r| r["instance_id"] == id).unwrap();
+    let file = write_records(m, "gitattributes.jsonl", &[rec]);
+    // (src/flask/config.py and tests/test_config.py at the base commit begin so.)
+    let patch = "diff --git a/src/flask/config.py b/src/flask/config.py\n--- a/src/flask/config.py\n+++ b/src/flask/config.py\n@@ -1,3 +1,4 @@\n+# a wrong fix\n import errno\n import json\n import os\ndiff --git a/tests/test_config.py b/tests/test_config.py\n--- a/tests/test_config.py\n+++ b/tests/test_config.py\n@@ -1,3 +1,4 @@\n+# touched\n import json\n import os\n import textwrap\ndiff --git a/.gitattributes b/.gitattributes\nnew file mode 100644\n--- /dev/null\n+++ b/.gitattributes\n@@ -0,0 +1 @@\n+tests/test_config.py working-tree-encoding\n";
+    let preds = m.owned_dir("swe-gitattributes-preds").join("preds.jsonl");
+    std::fs::write(
+        &preds,
+        serde_json::json!({"instance_id": id, "model_name_or_path": "evil", "model_patch": patch}).to_string() + "\n",
+    )
+    .unwrap();
+    let (f, p) = (file.to_str().unwrap(), preds.to_str().unwrap());
+    let args = [f, "-p", p, "--no-calibration", "-id", "x"];
+    let run = eval(m, "swe-gitattributes", &args, &[]);
+    let r = &run.results()[id];
+    assert_eq!(r["verdict"], "unresolved", "{r}\n{}", stderr(&run.out));
+    assert_eq!(r["attempts"], 2, "{r}");
+    let why = r["reason"].as_str().unwrap_or("");
+    assert!(why.contains("gold resolves here the same way"), "{r}");
+    assert!(!why.contains("File exists"), "{r}");
+    assert_eq!(code(&run.out), 1, "{}", stderr(&run.out));
+    // The harness's files are the prediction's run, not gold's check.
+    let hdir = run.dir.join(format!("logs/run_evaluation/x/evil/{id}"));
+    assert_eq!(std::fs::read_to_string(hdir.join("patch.diff")).unwrap(), patch);
+    let note = std::fs::read_to_string(hdir.join("run_instance.log")).unwrap_or_default();
+    assert!(!note.contains("verdict: resolved"), "{note}");
+    if let Ok(rep) = std::fs::read_to_string(hdir.join("report.json")) {
+        let rep: Value = serde_json::from_str(&rep).unwrap();
+        assert_ne!(rep[id]["resolved"], true, "{rep}");
+    }
+    // Graded again from those files: still not resolved, and nothing ran.
+    let mut c = m.command();
+    c.arg("eval").args(args).args(["--rewrite_reports", "True", "-o"]).arg(&run.dir);
+    let o = c.stdin(Stdio::null()).output().unwrap();
+    assert_ne!(code(&o), 0, "{}", stderr(&o));
+    assert!(!stderr(&o).contains("-> resolved"), "{}", stderr(&o));
+    assert_eq!(run.results()[id]["verdict"], "unresolved", "{}", stderr(&o));
+    assert_eq!(run.json("report.json")["resolved_instances"], 0);
+}

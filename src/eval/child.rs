@@ -30,6 +30,9 @@ pub struct Job {
     pub(crate) model: String,
     /// The instance's directory name under logs/ (names.rs: safe, bounded, distinct).
     pub(crate) dir: String,
+    /// Gold run to decide a prediction's `error` (scheduler's arbitrate): it writes none of
+    /// the harness's per-instance files, which are the prediction's.
+    pub(crate) gold_check: bool,
 }
 
 pub(crate) fn polysandbox(o: &Options) -> Command {

@@ -127,8 +127,10 @@ fn arbitrate(
     }
     let mut gold = job.clone();
     gold.pred = Prediction::Gold;
+    gold.gold_check = true;
     let (gs, gl) = (scratch.with_extension("gold"), logs.join("gold-check"));
     let _ = std::fs::create_dir_all(&gl);
+    let _ = std::fs::remove_dir_all(&gs);
     let g = formats::of(&job.inst).attempt(o, &gold, &gs, &gl, children);
     let _ = std::fs::remove_dir_all(&gs);
     if g.verdict == Verdict::Resolved {
@@ -321,7 +323,21 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         }
         let model = preds.model_of(&inst.id);
         let dir = dirs[&inst.id].clone();
-        jobs.push(Job { inst, pred, runner, image, key, memory, timeout, cpus, cal, image_digest: digest, model, dir });
+        jobs.push(Job {
+            inst,
+            pred,
+            runner,
+            image,
+            key,
+            memory,
+            timeout,
+            cpus,
+            cal,
+            image_digest: digest,
+            model,
+            dir,
+            gold_check: false,
+        });
     }
 
     if o.resume {
@@ -471,6 +487,9 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                 let mut attempts = 0;
                 let r = loop {
                     attempts += 1;
+                    // Each attempt from an empty scratch directory, whatever the format: what
+                    // an earlier attempt (or a killed run) left there is never this one's error.
+                    let _ = std::fs::remove_dir_all(&scratch);
                     let mut r = formats::of(&job.inst).attempt(o, &job, &scratch, &logs, children);
                     r.attempts = attempts;
                     r.logs = format!("logs/{}", job.dir);

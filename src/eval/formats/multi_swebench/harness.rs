@@ -292,7 +292,7 @@ pub(crate) fn run_instance(
     children: &Mutex<HashSet<u32>>,
 ) -> InstanceResult {
     let mut changed = Vec::new();
-    let mut r = run_once(o, job, scratch, logs, children, true, &mut changed);
+    let mut r = run_once(o, job, scratch, logs, children, !job.gold_check, &mut changed);
     if changed.is_empty() || r.verdict != Verdict::Resolved || job.pred == Prediction::Gold {
         return r;
     }

@@ -451,7 +451,9 @@ pub(crate) fn run_instance(
         Err(e) => return fail(r, e),
     };
     let fail_only = rec.eval_type.as_deref() == Some("fail_only");
-    let hdir = harness_dir(o, &job.model, &inst.id);
+    // The harness's per-instance files are the prediction's: gold's check run (arbitrate)
+    // writes its own under its scratch directory, never over them.
+    let hdir = if job.gold_check { scratch.join("harness") } else { harness_dir(o, &job.model, &inst.id) };
     let _ = std::fs::remove_dir_all(&hdir);
     let input = scratch.join("in");
     let nonce = crate::eval::driver::nonce();
