@@ -112,13 +112,16 @@ fn gold_resolves_and_stub_does_not_in_every_language() {
         // heaviest instances; appended to the step's summary as well.
         let summary = std::fs::read_to_string(&md).unwrap();
         assert!(summary.starts_with(&format!("## polysandbox eval: 0 of {} resolved (0.0%)\n", l.len())), "{summary}");
-        assert!(summary.contains("Predictions: stub (the files as shipped)."), "{summary}");
+        assert!(summary.contains(&format!("Predictions: {}.", md_text("stub (the files as shipped)"))), "{summary}");
         for lang in &l {
             let id = format!("{lang}/sum-two");
             assert!(summary.contains(&format!("| {lang} | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0.0% |\n")), "{summary}");
             let reason = stub.result(&id)["reason"].as_str().unwrap().to_string();
-            let row =
-                format!("| `{id}` | unresolved | {reason} | `logs/{}/test_output.txt` |\n", id.replace('/', "__"));
+            let row = format!(
+                "| `{id}` | unresolved | {} | `logs/{}/test_output.txt` |\n",
+                md_text(&reason),
+                id.replace('/', "__")
+            );
             assert!(summary.contains(&row), "{row}: {summary}");
         }
         assert!(summary.contains("### Slowest instances") && summary.contains("### Most memory"), "{summary}");
@@ -536,7 +539,8 @@ fn ctrl_c_stops_cleanly_and_leaves_a_resumable_run() {
     );
     assert!(line.contains(&format!("-o {}", dir.display())), "{line}");
     let summary = std::fs::read_to_string(&md).unwrap();
-    assert!(summary.contains("> **Interrupted**: 1 of 1 instance not run (0 recorded); to resume: "), "{summary}");
+    let said = md_text("1 of 1 instance not run (0 recorded); to resume: ");
+    assert!(summary.contains(&format!("> **Interrupted**: {said}")), "{summary}");
     // Nothing half-done recorded, no sandbox left behind.
     let results = std::fs::read_to_string(dir.join("results.jsonl")).unwrap_or_default();
     assert!(results.trim().is_empty(), "{results}");
@@ -1182,4 +1186,9 @@ fn a_patch_cannot_plant_symlinks_the_host_follows() {
             assert_eq!(names, vec![std::ffi::OsString::from("lib.rs")], "{m:?} {id}: the host wrote outside the tree");
         }
     }
+}
+
+/// Text as the Markdown summary writes it: every ASCII punctuation character escaped.
+fn md_text(s: &str) -> String {
+    s.chars().flat_map(|c| if c.is_ascii_punctuation() { vec!['\\', c] } else { vec![c] }).collect()
 }

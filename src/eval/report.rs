@@ -810,20 +810,35 @@ fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> 
     t
 }
 
-/// A cell of a GitHub-flavoured Markdown table: one line, pipes escaped, at most `max` chars.
-fn md_cell(s: &str, max: usize) -> String {
+/// One line of text for a Markdown table, at most `max` chars.
+fn md_line(s: &str, max: usize) -> String {
     let one: String = s.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     let mut one = one.split_whitespace().collect::<Vec<_>>().join(" ");
     if one.chars().count() > max {
         one = one.chars().take(max.saturating_sub(1)).collect::<String>() + "…";
     }
-    one.replace('\\', "\\\\").replace('|', "\\|").replace('<', "&lt;").replace('>', "&gt;")
+    one
 }
 
-/// Code in a Markdown table cell: backticks that cannot be closed early.
+/// A cell of a GitHub-flavoured Markdown table: one line, at most `max` chars, plain text.
+/// Reasons carry text the code under test chose (names from its own output), so every ASCII
+/// punctuation character is escaped (CommonMark lets each be): no link, image, emphasis, HTML,
+/// entity or autolink (`https\://`, `www\.`) can form, and a pipe cannot end the cell.
+fn md_cell(s: &str, max: usize) -> String {
+    let mut out = String::new();
+    for c in md_line(s, max).chars() {
+        if c.is_ascii_punctuation() {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Code in a Markdown table cell: nothing in a code span is markup; backticks that cannot
+/// close it early, and pipes escaped for the table (GFM reads `\|` there before the span).
 fn md_code(s: &str) -> String {
-    let cell = md_cell(s, 200).replace('`', "'");
-    format!("`{cell}`")
+    format!("`{}`", md_line(s, 200).replace('`', "'").replace('|', "\\|"))
 }
 
 fn mib(bytes: u64) -> String {
@@ -1166,11 +1181,38 @@ mod tests {
         assert!(m.contains("| go | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0.0% |\n"), "{m}");
         assert!(m.contains("| **all** | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 50.0% |\n"), "{m}");
         // One line per cell, pipes escaped, no markup.
-        assert!(m.contains("| `go/a\\|b` | unresolved | x \\| y second &lt;line&gt; |  |\n"), "{m}");
+        assert!(m.contains("| `go/a\\|b` | unresolved | x \\| y second \\<line\\> |  |\n"), "{m}");
         let slowest = m.split("### Slowest instances").nth(1).unwrap();
         assert!(slowest.lines().nth(4).unwrap().starts_with("| `python/ok` | 9.0 s |"), "{m}");
         let memory = m.split("### Most memory").nth(1).unwrap();
         assert!(memory.lines().nth(4).unwrap().contains("| 300.0 MiB | unresolved |"), "{m}");
+    }
+
+    #[test]
+    fn a_reason_draws_no_markup_in_the_summary() {
+        // The red team's: names from the run's own output reach a reason, and the step summary.
+        let mut bad = result("rust/accumulate", "rust", Verdict::Unresolved);
+        let evil = "libtest's log names ok ![ci](https://evil.example/pixel.png) **all tests passed** \
+                    [full log](https://evil.example/log) <img src=x> &lt; www.evil.example `code` ~~s~~ _e_ twice";
+        bad.reason = Some(evil.into());
+        let m = markdown(&[bad], Duration::from_secs(1), "p.jsonl", None, Path::new("/none"));
+        let row = m.lines().find(|l| l.contains("pixel")).unwrap_or_else(|| panic!("{m}"));
+        let cell = row.split(" | ").nth(2).unwrap();
+        // Every punctuation character escaped, none bare: no link, image, emphasis, HTML,
+        // entity, code span or autolink can form, and the text reads as it was.
+        let mut chars = cell.chars();
+        let mut plain = String::new();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                let next = chars.next().unwrap();
+                assert!(next.is_ascii_punctuation(), "{cell}");
+                plain.push(next);
+            } else {
+                assert!(!c.is_ascii_punctuation(), "bare {c:?} in {cell}");
+                plain.push(c);
+            }
+        }
+        assert_eq!(plain, evil.split_whitespace().collect::<Vec<_>>().join(" "));
     }
 
     #[test]
