@@ -11,8 +11,8 @@ images and limits eval would use, and writes calibration.json into --output and 
 dataset's default place beside the image store, where eval finds it (or pass it to eval with
 --calibration FILE). eval then grades an instance whose gold fails here as `error` (\"gold fails
 here: <cause>\"), leaves out tests whose status differed between gold runs, requires every
-test gold passes here to be reported passed by name, and admits sandboxes by measured peak
-memory. Exit status: 0 written; 1 written, and gold fails somewhere; 125 could not run.";
+test gold passes here to be reported passed by name, and gives each prediction's usage as
+ratios to gold's. Exit status: 0 written; 1 written, and gold fails somewhere; 125 could not run.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]

@@ -82,8 +82,7 @@ pub struct Entry {
 /// What gold's runs used, robust over them: the lowest CPU and wall time of the runs (what
 /// disturbs a run, a neighbour's load or a cold cache, only ever adds to them, so the lowest is
 /// the closest to the solution's own cost), and the highest peak memory (a peak is what the
-/// solution can reach; a run that reached less was lucky in when its garbage was collected, and
-/// admission counts the highest too).
+/// solution can reach; a run that reached less was lucky in when its garbage was collected).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct GoldUsage {
     pub wall_s: f64,

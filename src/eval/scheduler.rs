@@ -464,16 +464,10 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                         continue;
                     }
                 }
-                // Admission by memory: what the running sandboxes may use fits the host. With a
-                // calibration, what gold used here (a quarter more, and 64 MiB, for headroom);
-                // otherwise the memory limit. The limit itself stays the same.
-                let need = match &job.cal {
-                    Some(e) if e.memory_peak_bytes_max > 0 => {
-                        (e.memory_peak_bytes_max + e.memory_peak_bytes_max / 4 + (64 << 20)).min(job.memory)
-                    }
-                    _ => job.memory,
-                }
-                .min(host);
+                // Admission by memory: what the running sandboxes may use, their limits, fits the
+                // host. (Not what gold used: predictions that each take their whole limit would
+                // overcommit the host, and its OOM killer could end a correct neighbour's test.)
+                let need = job.memory.min(host);
                 {
                     let (lock, cv) = budget;
                     let mut free = lock.lock().unwrap();
