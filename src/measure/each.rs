@@ -402,7 +402,13 @@ fn others() -> Vec<i32> {
 /// Repeated until none is left (a fork racing the first kill) or `limit` passes; how many
 /// there were at first.
 fn end_others(limit: Duration) -> usize {
-    // `others` is empty unless init is our parent: nothing is signalled anywhere else.
+    // `others` is empty unless init is our parent: nothing is signalled anywhere else. Never in
+    // the host's own pid namespace (its kernel threads' parent, kthreadd, is pid 2 there only),
+    // whoever passed --end-others.
+    if in_initial_pid_namespace() {
+        eprintln!("polysandbox each-test: --end-others outside a sandbox: ignored");
+        return 0;
+    }
     let first = others().len();
     let start = Instant::now();
     while !others().is_empty() && start.elapsed() < limit {
@@ -415,6 +421,18 @@ fn end_others(limit: Duration) -> usize {
         std::thread::sleep(Duration::from_millis(5));
     }
     first
+}
+
+/// Whether this is the host's own pid namespace: pid 2 is kthreadd, a kernel thread (no
+/// parent), there and in no other.
+fn in_initial_pid_namespace() -> bool {
+    std::fs::read_to_string("/proc/2/stat")
+        .ok()
+        .and_then(|st| {
+            st.rsplit_once(')')
+                .map(|(head, rest)| (head.ends_with("(kthreadd"), rest.split_whitespace().nth(1) == Some("0")))
+        })
+        .is_some_and(|(name, orphan)| name && orphan)
 }
 
 /// The children this process has now (orphans of earlier tests came back to it).
@@ -563,6 +581,13 @@ fn run_one(argv: &[String], o: &Options) -> (i32, TestUsage) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_s_pid_namespace_is_told_apart() {
+        // The tests run on the host (or in a container: no kthreadd there either way but pid 2).
+        let host = std::fs::read_to_string("/proc/2/comm").is_ok_and(|c| c.trim() == "kthreadd");
+        assert_eq!(in_initial_pid_namespace(), host);
+    }
 
     #[test]
     fn catch2_specs_escape_what_the_spec_parser_reads() {
