@@ -386,11 +386,15 @@ fn others() -> Vec<i32> {
         .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()))
         .filter(|&pid| pid != me && pid != 1)
         .filter(|pid| {
-            // "pid (comm) S ...": the state after the last ')'. Gone meanwhile: not counted.
-            std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .ok()
-                .and_then(|st| st.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])))
-                .unwrap_or(false)
+            // Alive when any of its threads is: "tid (comm) S ...", the state after the last
+            // ')' (a leader that exited alone reads Z while its threads run). Gone: not counted.
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return false };
+            tasks.flatten().any(|t| {
+                std::fs::read_to_string(t.path().join("stat"))
+                    .ok()
+                    .and_then(|st| st.rsplit_once(')').map(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X'])))
+                    .unwrap_or(false)
+            })
         })
         .collect();
     v.sort_unstable();
@@ -402,25 +406,36 @@ fn others() -> Vec<i32> {
 /// Repeated until none is left (a fork racing the first kill) or `limit` passes; how many
 /// there were at first.
 fn end_others(limit: Duration) -> usize {
-    // `others` is empty unless init is our parent: nothing is signalled anywhere else. Never in
-    // the host's own pid namespace (its kernel threads' parent, kthreadd, is pid 2 there only),
-    // whoever passed --end-others.
+    // SAFETY: getppid cannot fail.
+    if unsafe { libc::getppid() } != 1 {
+        return 0;
+    }
+    // Never in the host's own pid namespace (its kernel threads' parent, kthreadd, is pid 2
+    // there only), whoever passed --end-others.
     if in_initial_pid_namespace() {
         eprintln!("polysandbox each-test: --end-others outside a sandbox: ignored");
         return 0;
     }
+    // How many, for the message only: the kill does not depend on what /proc shows (a thread
+    // group whose leader exited reads as a zombie there, and /proc can be made unreadable).
     let first = others().len();
     let start = Instant::now();
-    while !others().is_empty() && start.elapsed() < limit {
+    loop {
         // SAFETY: a signal to every process this one may signal but init and itself; with
-        // init our parent, that is only what the project's code left in this sandbox.
+        // init our parent, in a pid namespace of the sandbox's, that is only what the
+        // project's code left there. Signal 0 asks whether any is left, zombies included.
         unsafe { libc::kill(-1, libc::SIGKILL) };
         let mut st = 0;
         // SAFETY: reaping our own children (the killed ones that were ours), without waiting.
         while unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) } > 0 {}
+        // SAFETY: as above, signal 0: nothing is sent.
+        let none =
+            unsafe { libc::kill(-1, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if none || start.elapsed() > limit {
+            return first;
+        }
         std::thread::sleep(Duration::from_millis(5));
     }
-    first
 }
 
 /// Whether this is the host's own pid namespace: pid 2 is kthreadd, a kernel thread (no
