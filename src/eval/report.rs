@@ -835,10 +835,16 @@ fn md_cell(s: &str, max: usize) -> String {
     out
 }
 
-/// Code in a Markdown table cell: nothing in a code span is markup; backticks that cannot
-/// close it early, and pipes escaped for the table (GFM reads `\|` there before the span).
-fn md_code(s: &str) -> String {
-    format!("`{}`", md_line(s, 200).replace('`', "'").replace('|', "\\|"))
+/// Code in a Markdown table cell: nothing in a code span is markup (no autolink of any kind,
+/// no mention, issue reference or emoji on GitHub either); backticks that cannot close it
+/// early, and pipes escaped for the table (GFM reads `\|` there before the span). For text
+/// a run chose: instance ids, reasons (which carry names from the run's own output).
+fn md_code(s: &str, max: usize) -> String {
+    let text = md_line(s, max);
+    if text.is_empty() {
+        return text;
+    }
+    format!("`{}`", text.replace('`', "'").replace('|', "\\|"))
 }
 
 fn mib(bytes: u64) -> String {
@@ -910,10 +916,10 @@ pub fn markdown(
         for r in failed.iter().take(MD_ROWS) {
             m += &format!(
                 "| {} | {} | {} | {} |\n",
-                md_code(&r.instance_id),
+                md_code(&r.instance_id, 200),
                 r.verdict,
-                md_cell(r.reason.as_deref().unwrap_or(""), 300),
-                log_path(output, r).map(|l| md_code(&l)).unwrap_or_default()
+                md_code(r.reason.as_deref().unwrap_or(""), 300),
+                log_path(output, r).map(|l| md_code(&l, 200)).unwrap_or_default()
             );
         }
         if failed.len() > MD_ROWS {
@@ -931,7 +937,7 @@ pub fn markdown(
         for r in v.iter().take(5) {
             t += &format!(
                 "| {} | {:.1} s | {:.1} s | {} | {} |\n",
-                md_code(&r.instance_id),
+                md_code(&r.instance_id, 200),
                 r.wall_s,
                 r.cpu_s,
                 mib(r.memory_peak_bytes),
@@ -1181,7 +1187,7 @@ mod tests {
         assert!(m.contains("| go | 1 | 0 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 0.0% |\n"), "{m}");
         assert!(m.contains("| **all** | 2 | 1 | 1 | 0 | 0 | 0 | 0 | 0 | 0 | 50.0% |\n"), "{m}");
         // One line per cell, pipes escaped, no markup.
-        assert!(m.contains("| `go/a\\|b` | unresolved | x \\| y second \\<line\\> |  |\n"), "{m}");
+        assert!(m.contains("| `go/a\\|b` | unresolved | `x \\| y second <line>` |  |\n"), "{m}");
         let slowest = m.split("### Slowest instances").nth(1).unwrap();
         assert!(slowest.lines().nth(4).unwrap().starts_with("| `python/ok` | 9.0 s |"), "{m}");
         let memory = m.split("### Most memory").nth(1).unwrap();
@@ -1190,29 +1196,23 @@ mod tests {
 
     #[test]
     fn a_reason_draws_no_markup_in_the_summary() {
-        // The red team's: names from the run's own output reach a reason, and the step summary.
+        // The red teams': names from the run's own output reach a reason, and the step summary.
         let mut bad = result("rust/accumulate", "rust", Verdict::Unresolved);
         let evil = "libtest's log names ok ![ci](https://evil.example/pixel.png) **all tests passed** \
-                    [full log](https://evil.example/log) <img src=x> &lt; www.evil.example `code` ~~s~~ _e_ twice";
+                    [full log](https://evil.example/log) <img src=x> &lt; www.evil.example `code` ``x`` ~~s~~ _e_ \
+                    user@evil.example @someone #123 :tada: a | b twice";
         bad.reason = Some(evil.into());
         let m = markdown(&[bad], Duration::from_secs(1), "p.jsonl", None, Path::new("/none"));
         let row = m.lines().find(|l| l.contains("pixel")).unwrap_or_else(|| panic!("{m}"));
+        // The reason is one code span (nothing in it is markup, on GitHub neither), which no
+        // backtick of its own can close, and no pipe of its own ends the cell.
         let cell = row.split(" | ").nth(2).unwrap();
-        // Every punctuation character escaped, none bare: no link, image, emphasis, HTML,
-        // entity, code span or autolink can form, and the text reads as it was.
-        let mut chars = cell.chars();
-        let mut plain = String::new();
-        while let Some(c) = chars.next() {
-            if c == '\\' {
-                let next = chars.next().unwrap();
-                assert!(next.is_ascii_punctuation(), "{cell}");
-                plain.push(next);
-            } else {
-                assert!(!c.is_ascii_punctuation(), "bare {c:?} in {cell}");
-                plain.push(c);
-            }
-        }
-        assert_eq!(plain, evil.split_whitespace().collect::<Vec<_>>().join(" "));
+        assert!(cell.starts_with('`') && cell.ends_with('`'), "{cell}");
+        let inner = &cell[1..cell.len() - 1];
+        assert!(!inner.contains('`'), "{cell}");
+        assert!(!inner.replace("\\|", "").contains('|'), "{cell}");
+        let shown = evil.split_whitespace().collect::<Vec<_>>().join(" ").replace('`', "'");
+        assert_eq!(inner.replace("\\|", "|"), shown);
     }
 
     #[test]
