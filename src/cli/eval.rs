@@ -237,20 +237,23 @@ fn calibrate_missing(
     use crate::eval::calibration;
     let have = o.calibration.clone();
     // Missing, or with candidates an older build made (whose changed literals can tell), or
-    // made with another build of its image than the store holds now (which eval would not use).
+    // made with another image than this run's (`--image`, `--config`) or another build of it
+    // than the store holds now: eval would not use those.
+    let planned = crate::eval::scheduler::planned_images(o)?;
     let mut digests: std::collections::HashMap<String, Option<String>> = Default::default();
-    let mut current = |e: &calibration::Entry| {
+    let mut current = |id: &String, e: &calibration::Entry| {
         let controls = e.controls_made == crate::eval::control::CANDIDATES || (e.controls.is_empty() && !e.gold_passes);
+        let same_image = planned.get(id).is_none_or(|i| *i == e.image);
         let now = digests.entry(e.image.clone()).or_insert_with(|| crate::eval::child::image_digest(o, &e.image));
         let same_build = match (&e.image_digest, now) {
             (Some(then), Some(now)) => then == now,
             _ => true,
         };
-        controls && same_build
+        controls && same_image && same_build
     };
     let missing: Vec<String> = selected
         .into_iter()
-        .filter(|id| !have.as_ref().is_some_and(|c| c.instances.get(id).is_some_and(&mut current)))
+        .filter(|id| !have.as_ref().is_some_and(|c| c.instances.get(id).is_some_and(|e| current(id, e))))
         .collect();
     if missing.is_empty() {
         return Ok(None);

@@ -43,7 +43,40 @@ pub(crate) fn host_memory() -> u64 {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    (kib * 1024).saturating_sub(1 << 30).max(1 << 30)
+    // Eval itself may run under a memory limit (a container, a Slurm job's cgroup): the
+    // sandboxes share it, whatever the host has.
+    let cgroup = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let limit = cgroup_memory_limit(&cgroup, |p| std::fs::read_to_string(p).ok()).unwrap_or(u64::MAX);
+    (kib * 1024).min(limit).saturating_sub(1 << 30).max(1 << 30)
+}
+
+/// The lowest memory limit on the cgroups `/proc/self/cgroup` names and their ancestors (v2
+/// `memory.max`, v1 `memory.limit_in_bytes`), read with `read`.
+fn cgroup_memory_limit(self_cgroup: &str, read: impl Fn(&Path) -> Option<String>) -> Option<u64> {
+    let mut lowest: Option<u64> = None;
+    for line in self_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else { continue };
+        let bases: &[(&str, &str)] = if controllers.is_empty() {
+            &[("/sys/fs/cgroup", "memory.max"), ("/sys/fs/cgroup/unified", "memory.max")]
+        } else if controllers.split(',').any(|c| c == "memory") {
+            &[("/sys/fs/cgroup/memory", "memory.limit_in_bytes")]
+        } else {
+            continue;
+        };
+        for (base, file) in bases {
+            let mut dir = Path::new(base).join(path.trim_start_matches('/'));
+            loop {
+                if let Some(v) = read(&dir.join(file)).and_then(|t| t.trim().parse::<u64>().ok()) {
+                    lowest = Some(lowest.map_or(v, |l| l.min(v)));
+                }
+                if dir == Path::new(base) || !dir.pop() {
+                    break;
+                }
+            }
+        }
+    }
+    lowest
 }
 
 /// Deterministic order for `-n`: by the hash of the id, so a sample is stable and unbiased by name.
@@ -184,6 +217,17 @@ pub fn check_input(o: &Options) -> Result<(Vec<String>, Vec<String>), String> {
         }
     }
     Ok((selected.into_iter().map(|i| i.id).collect(), notes))
+}
+
+/// The image each selected instance would run in (by id), as the run plans it: what a
+/// calibration must have been made with to be used.
+pub(crate) fn planned_images(o: &Options) -> Result<HashMap<String, String>, String> {
+    let cat = catalogue::load(o.config.as_deref(), &o.images)?;
+    let selected = select(dataset::load(&o.dataset)?, o)?;
+    Ok(selected
+        .iter()
+        .filter_map(|inst| formats::of(inst).plan(inst, &cat, o).map(|p| (inst.id.clone(), p.image)))
+        .collect())
 }
 
 pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>, bool, Duration), String> {
@@ -380,8 +424,20 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     }
 
     // The digest of an image the probe has just pulled.
+    // A calibration made with another build than the one just pulled (a tag that moved) is not
+    // used, as for an image the store held already.
     for j in jobs.iter_mut().filter(|j| j.image_digest.is_none()) {
         j.image_digest = image_digest(o, &j.image);
+        let then = j.cal.as_ref().and_then(|e| e.image_digest.clone());
+        if then.is_some() && j.image_digest.is_some() && then != j.image_digest {
+            j.cal = None;
+            if stale.insert(j.image.clone()) {
+                progress.note(&format!(
+                    "note: the calibration is for another build of {}: not used for its instances (calibrate again)",
+                    j.image
+                ));
+            }
+        }
     }
     // --resume: an instance graded again (its prediction or settings changed, or an error)
     // replaces its earlier line: results.jsonl holds one line per instance. The earlier lines
@@ -555,4 +611,24 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     };
     report::write_all(o, &preds, &selected_all, &done, &out)?;
     Ok((done, interrupted, wall))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn admission_counts_the_memory_limit_eval_runs_under() {
+        let files = |p: &std::path::Path| -> Option<String> {
+            match p.to_str()? {
+                "/sys/fs/cgroup/kubepods/pod1/memory.max" => Some("max\n".into()),
+                "/sys/fs/cgroup/kubepods/memory.max" => Some("8589934592\n".into()),
+                "/sys/fs/cgroup/memory/job_7/memory.limit_in_bytes" => Some("4294967296\n".into()),
+                "/sys/fs/cgroup/memory/memory.limit_in_bytes" => Some("9223372036854771712\n".into()),
+                _ => None,
+            }
+        };
+        assert_eq!(super::cgroup_memory_limit("0::/kubepods/pod1\n", files), Some(8 << 30));
+        assert_eq!(super::cgroup_memory_limit("5:memory:/job_7\n0::/\n", files), Some(4 << 30));
+        assert_eq!(super::cgroup_memory_limit("4:cpu,cpuacct:/x\n", files), None);
+        assert!(super::host_memory() >= 1 << 30);
+    }
 }
