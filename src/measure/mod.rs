@@ -391,6 +391,30 @@ mod tests {
         assert_eq!(status, [Status::Passed, Status::Failed, Status::Failed, Status::Passed]);
     }
 
+    /// A measured pass is signed over its figures as each-test wrote them, and the host checks
+    /// the signature over the figures it read back: every float must read back to the same
+    /// bits. Walls such as 1.0180227020000001 s (17 significant digits) did not with
+    /// serde_json's default parser, and a correct solution's passing test was failed (seen as
+    /// a flaky `ratios_to_gold_are_reported_beside_the_verdict`).
+    #[test]
+    fn every_measured_figure_reads_back_to_its_signature() {
+        let walls = [1.0180227020000001, 1.1147972369999999, 1.2295847819999999, 0.1 + 0.2, 1e-7, 123456.789012345];
+        let names: Vec<String> = (0..walls.len()).map(|i| format!("t{i}")).collect();
+        let mut text = format!("{{\"key\":\"{KEY}\",\"tests\":{}}}\n", serde_json::to_string(&names).unwrap());
+        let mut tests = Vec::new();
+        for (i, w) in walls.iter().enumerate() {
+            let mut u = usage(*w / 3.0, None);
+            u.wall_s = *w;
+            u.cpu_system_s = w / 7.0;
+            let m = mac(KEY, &names[i], &u);
+            text += &(serde_json::to_string(&Line { test: names[i].clone(), alias: None, usage: u, mac: Some(m) }).unwrap()
+                + "\n");
+            tests.push(TestResult { name: names[i].clone(), status: Status::Passed, duration_s: None, usage: None });
+        }
+        assert!(attach(&mut tests, read(text.as_bytes(), Method::Process)).is_none());
+        assert!(tests.iter().all(|t| t.status == Status::Passed && t.usage.is_some()), "{tests:?}");
+    }
+
     /// A report that names a test twice (the runner's line and a forged one) gives both the
     /// same numbers and the same check: neither is failed for want of a line of its own.
     #[test]
