@@ -407,7 +407,8 @@ mod tests {
             u.wall_s = *w;
             u.cpu_system_s = w / 7.0;
             let m = mac(KEY, &names[i], &u);
-            text += &(serde_json::to_string(&Line { test: names[i].clone(), alias: None, usage: u, mac: Some(m) }).unwrap()
+            text += &(serde_json::to_string(&Line { test: names[i].clone(), alias: None, usage: u, mac: Some(m) })
+                .unwrap()
                 + "\n");
             tests.push(TestResult { name: names[i].clone(), status: Status::Passed, duration_s: None, usage: None });
         }
