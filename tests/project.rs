@@ -282,20 +282,39 @@ fn a_daemon_left_before_the_tests_is_ended() {
         // A build script's daemon (reparented to init: `cargo test --no-run` runs before
         // each-test) that would read the key from the report channel and forge the results.
         // It is ended before the key exists, and the results are not flagged.
-        std::fs::write(
-            dir.join("build.rs"),
-            "fn main() { let _ = std::process::Command::new(\"sh\").args([\"-c\", \"sleep 300 </dev/null >/dev/null 2>&1 &\"]).status(); }\n",
-        )
-        .unwrap();
-        Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
-        let junit = m.owned_dir("junit-daemon").join("junit.xml");
-        let o = test_cmd(m, &["--runner", "rust", p, "--junit", junit.to_str().unwrap()], &tmp);
-        let (out, err) = (stdout(&o), stderr(&o));
-        assert!(err.contains("ended 1 processes the setup or the build left running"), "{m:?}: {out}\n{err}");
-        assert!(!out.contains("cannot be trusted"), "{m:?}: the daemon is gone before the key: {out}\n{err}");
-        assert_eq!(code(&o), 0, "{m:?}: the tests pass, and the exit status says so: {out}\n{err}");
-        let x = std::fs::read_to_string(&junit).unwrap();
-        assert!(!x.contains("cannot be trusted"), "{m:?}: {x}");
-        assert!(x.contains("<testcase"), "{m:?}: {x}");
+        // Two: a plain sleeper; and (the ninth red team's) one whose main thread exits alone
+        // while another runs, so that /proc shows its leader as a zombie.
+        let sleeper = "fn main() { let _ = std::process::Command::new(\"sh\").args([\"-c\", \"sleep 300 </dev/null >/dev/null 2>&1 &\"]).status(); }\n";
+        let zombie_leader = r#"use std::process::{Command, Stdio};
+extern "C" { fn syscall(n: i64, ...) -> i64; }
+#[cfg(target_arch = "aarch64")]
+const SYS_EXIT: i64 = 93;
+#[cfg(not(target_arch = "aarch64"))]
+const SYS_EXIT: i64 = 60;
+fn main() {
+    if std::env::var_os("PSB_DAEMON").is_some() {
+        std::thread::spawn(|| std::thread::sleep(std::time::Duration::from_secs(300)));
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        // The main thread alone (exit, not exit_group): no unwinding, the other runs on.
+        unsafe { syscall(SYS_EXIT, 0i64) };
+        loop { std::thread::sleep(std::time::Duration::from_secs(1)) }
+    }
+    let _ = Command::new(std::env::current_exe().unwrap()).env("PSB_DAEMON", "1")
+        .stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+}
+"#;
+        for (k, build) in [sleeper, zombie_leader].into_iter().enumerate() {
+            std::fs::write(dir.join("build.rs"), build).unwrap();
+            Command::new("chmod").args(["-R", "a+rwX"]).arg(&dir).status().unwrap();
+            let junit = m.owned_dir(&format!("junit-daemon-{k}")).join("junit.xml");
+            let o = test_cmd(m, &["--runner", "rust", p, "--junit", junit.to_str().unwrap()], &tmp);
+            let (out, err) = (stdout(&o), stderr(&o));
+            assert!(err.contains("ended 1 processes the setup or the build left running"), "{m:?} {k}: {out}\n{err}");
+            assert!(!out.contains("cannot be trusted"), "{m:?} {k}: the daemon is gone before the key: {out}\n{err}");
+            assert_eq!(code(&o), 0, "{m:?} {k}: the tests pass, and the exit status says so: {out}\n{err}");
+            let x = std::fs::read_to_string(&junit).unwrap();
+            assert!(!x.contains("cannot be trusted"), "{m:?} {k}: {x}");
+            assert!(x.contains("<testcase"), "{m:?} {k}: {x}");
+        }
     }
 }
