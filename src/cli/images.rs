@@ -1,9 +1,11 @@
 //! `polysandbox images`: the store's images as podman lists them: REPOSITORY, TAG, IMAGE ID
-//! (the config digest), CREATED, SIZE (unpacked); `-q`, `--noheading`, `--no-trunc`, and
-//! `--format json|TEMPLATE` with podman's field names.
+//! (the config digest), CREATED, SIZE (unpacked), and UNIQUE SIZE (the disk only that image
+//! holds: images share files); `-q`, `--noheading`, `--no-trunc`, and `--format
+//! json|TEMPLATE` with podman's field names.
 
 use super::format::{columns, Template};
 use crate::image::store::{Image, Store};
+use crate::image::usage::ImageUsage;
 use clap::Args;
 use std::path::PathBuf;
 
@@ -11,7 +13,7 @@ use std::path::PathBuf;
 pub struct ImagesArgs {
     /// json, or a Go template over podman's fields: {{.Repository}}, {{.Tag}}, {{.ID}},
     /// {{.Digest}}, {{.Created}}, {{.CreatedAt}}, {{.CreatedSince}}, {{.Size}}, {{.Names}},
-    /// {{.Labels}}; `table ...` adds a header.
+    /// {{.Labels}}, and {{.UniqueSize}}, {{.SharedSize}} (disk); `table ...` adds a header.
     #[arg(long)]
     format: Option<String>,
     /// Image IDs only.
@@ -117,8 +119,9 @@ pub fn repo_tag(name: &str) -> (String, String) {
     }
 }
 
-/// One image as `images --format json` shows it (podman's keys).
-pub fn json_of(img: &Image) -> serde_json::Value {
+/// One image as `images --format json` shows it (podman's keys; `SharedSize` the disk it
+/// shares with other images, `UniqueSize` ours: the disk only it holds).
+pub fn json_of(img: &Image, usage: Option<&ImageUsage>) -> serde_json::Value {
     let created = img.config["created"].as_str();
     let repo_digests: Vec<String> = img.names.iter().map(|n| format!("{}@{}", repo_tag(n).0, img.manifest)).collect();
     serde_json::json!({
@@ -127,7 +130,8 @@ pub fn json_of(img: &Image) -> serde_json::Value {
         "RepoTags": img.names,
         "RepoDigests": repo_digests,
         "Size": img.size,
-        "SharedSize": 0,
+        "SharedSize": usage.map(|u| u.disk - u.unique).unwrap_or(0),
+        "UniqueSize": usage.map(|u| u.unique).unwrap_or(0),
         "VirtualSize": img.size,
         "Labels": img.config["config"]["Labels"],
         "Containers": 0,
@@ -143,6 +147,8 @@ fn label(field: &str) -> String {
     match field.to_ascii_lowercase().as_str() {
         "id" => "IMAGE ID".into(),
         "createdsince" | "createdat" => "CREATED".into(),
+        "uniquesize" => "UNIQUE SIZE".into(),
+        "sharedsize" => "SHARED SIZE".into(),
         other => other.to_uppercase(),
     }
 }
@@ -156,6 +162,8 @@ pub fn main(a: ImagesArgs) -> i32 {
         Ok(i) => i,
         Err(e) => return super::error(e),
     };
+    let usage = if a.quiet { Vec::new() } else { crate::image::usage::images(&store).unwrap_or_default() };
+    let usage_of = |i: &Image| usage.iter().find(|u| u.manifest == i.manifest);
     let short = |id: &str| -> String {
         if a.no_trunc {
             id.to_string()
@@ -182,7 +190,7 @@ pub fn main(a: ImagesArgs) -> i32 {
                 None => by_id.push(i),
             }
         }
-        let list: Vec<serde_json::Value> = by_id.iter().map(json_of).collect();
+        let list: Vec<serde_json::Value> = by_id.iter().map(|i| json_of(i, usage_of(i))).collect();
         out!("{}", serde_json::to_string_pretty(&list).unwrap());
         return 0;
     }
@@ -199,13 +207,15 @@ pub fn main(a: ImagesArgs) -> i32 {
                     "Digest": i.manifest, "Created": since(created.and_then(unix_time)),
                     "CreatedAt": created.unwrap_or("N/A"), "CreatedSince": since(created.and_then(unix_time)),
                     "Size": decimal_bytes(i.size), "VirtualSize": decimal_bytes(i.size), "Names": i.names,
+                    "UniqueSize": usage_of(i).map(|u| decimal_bytes(u.unique)).unwrap_or_else(|| "N/A".into()),
+                    "SharedSize": usage_of(i).map(|u| decimal_bytes(u.disk - u.unique)).unwrap_or_else(|| "N/A".into()),
                     "Labels": i.config["config"]["Labels"], "ReadOnly": false, "Dangling": i.names.is_empty(),
                 })
             })
         })
         .collect();
     let template =
-        a.format.as_deref().unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}");
+        a.format.as_deref().unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}\t{{.UniqueSize}}");
     let t = match Template::parse(template) {
         Ok(t) => t,
         Err(e) => return super::error(e),

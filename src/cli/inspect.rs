@@ -39,7 +39,7 @@ fn inspect(store: &Store, name: &str) -> Result<serde_json::Value, String> {
             .unwrap_or(serde_json::Value::Null);
     let c = &img.config;
     let rootfs = store.rootfs_path(&img.manifest);
-    let list = json_of(&img);
+    let list = json_of(&img, None);
     Ok(serde_json::json!({
         "Id": list["Id"],
         "Digest": img.manifest,

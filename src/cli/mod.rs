@@ -40,6 +40,7 @@ mod pull;
 mod rmi;
 mod run;
 mod save;
+mod system;
 mod tag;
 mod test;
 
@@ -102,12 +103,15 @@ enum Command {
     Login(login::LoginArgs),
     /// Remove a registry's credentials from the containers auth file.
     Logout(login::LogoutArgs),
-    /// Remove blobs and rootfs no image refers to.
+    /// Remove blobs, rootfs, layers and files no image refers to.
     Prune(prune::PruneArgs),
     /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
     Completions(completions::CompletionsArgs),
     /// Print the manual page of polysandbox or of a subcommand, or write them all (-o DIR).
     Man(man::ManArgs),
+    /// The store's disk use (`system df [-v]`), and moving images of an older version's layout
+    /// into the shared one (`system migrate`).
+    System(system::SystemArgs),
     /// Inside a sandbox: run a runner's tests one process each, measured (eval and `test` use it).
     #[command(hide = true)]
     EachTest(each_test::EachTestArgs),
@@ -159,6 +163,7 @@ pub fn main() -> i32 {
         Command::Prune(args) => prune::main(args),
         Command::Completions(args) => completions::main(args),
         Command::Man(args) => man::main(args),
+        Command::System(args) => system::main(args),
         Command::EachTest(args) => each_test::main(args),
     };
     // No init of ours outlives us unreaped.

@@ -1,5 +1,6 @@
-//! `polysandbox prune`: drops blobs and rootfs no image refers to, and the cgroups of sandboxes
-//! whose supervisor was SIGKILLed (each run also sweeps those it can find cheaply).
+//! `polysandbox prune`: drops blobs, rootfs, layer records and objects no image refers to, and
+//! the cgroups of sandboxes whose supervisor was SIGKILLed (each run also sweeps those it can
+//! find cheaply). Waits for imports and pulls into the store to finish.
 
 use crate::image::store::Store;
 use crate::units::human_bytes;
@@ -15,8 +16,15 @@ pub struct PruneArgs {
 
 pub fn main(a: PruneArgs) -> i32 {
     match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)).and_then(|s| s.prune()) {
-        Ok((blobs, roots, bytes)) => {
-            out!("removed {blobs} blobs ({}) and {roots} unpacked rootfs", human_bytes(bytes));
+        Ok(p) => {
+            out!(
+                "removed {} blobs, {} unpacked rootfs, {} layer records and {} objects ({})",
+                p.blobs,
+                p.roots,
+                p.layers,
+                p.objects,
+                human_bytes(p.bytes)
+            );
             let groups = crate::cgroups::sweep_everywhere();
             if groups > 0 {
                 out!("removed {groups} stale sandbox cgroups");

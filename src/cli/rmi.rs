@@ -1,6 +1,8 @@
 //! `polysandbox rmi IMAGE...`: removes names, or an image by its ID (every name of it, with
 //! `-f` when it has several, as podman asks); an image's rootfs goes with its last name
-//! (unless a sandbox runs on it); blobs stay until `prune`.
+//! (unless a sandbox runs on it: then at a later `prune`), and with it the files and layers
+//! only it used (unless an import or pull is running: then at `prune`); blobs stay until
+//! `prune`.
 
 use crate::image::store::{Store, REF_ANNOTATION};
 use clap::Args;
@@ -50,18 +52,29 @@ pub fn main(a: RmiArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     let mut code = 0;
+    let mut removed = Vec::new();
     for i in &a.images {
         match names_of(&store, i, a.force) {
             Ok(names) => {
                 for n in names {
                     match store.untag(&n) {
-                        Ok(d) => out!("Untagged: {n} {d}"),
+                        Ok(d) => {
+                            out!("Untagged: {n} {d}");
+                            removed.push(d);
+                        }
                         Err(e) => code = super::error(e),
                     }
                 }
             }
             Err(e) => code = super::error(e),
         }
+    }
+    // What no image left uses: the files only the removed images had, their layers.
+    let live = store.index().map(|i| i.manifests.into_iter().map(|d| d.digest).collect::<Vec<_>>()).unwrap_or_default();
+    removed.retain(|d| !live.contains(d));
+    removed.dedup();
+    if let Err(e) = store.collect_removed(&removed) {
+        code = super::error(e);
     }
     code
 }

@@ -522,6 +522,10 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
                 _ => {
                     let r = crate::image::import::resolve(&store, image).map_err(image_error)?;
                     lock = Some(store.use_rootfs(&r.0).map_err(store_error)?);
+                    // Removed (rmi) between the look-up and the lock: the lock now keeps it.
+                    if !r.2.is_dir() {
+                        return Err(image_error(format!("image {image} was removed from the store meanwhile")));
+                    }
                     r
                 }
             };

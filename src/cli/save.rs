@@ -1,11 +1,19 @@
 //! `polysandbox save IMAGE -o FILE [--format docker-archive|oci-archive]`: an image of the
-//! store as an archive `import` (and podman, docker, skopeo) read back. The blobs go as they
-//! are stored (a layer stays compressed as it was pulled), so the image ID, the config's
-//! digest, is the same after the round trip.
+//! store as an archive `import` (and podman, docker, skopeo) read back. The store keeps a
+//! layer as its files and a tar-split, not as its blob: the layer's tar is recreated byte for
+//! byte (checked against its DiffID as it is written) and goes uncompressed, as `docker save`
+//! writes layers, named by its DiffID (the manifest in an oci-archive says so). A blob the
+//! store still has (an image unpacked by an older version) goes as it is. Either way the
+//! config goes as stored, so the image ID, the config's digest, is the same after the round
+//! trip.
 
-use crate::image::oci::{Descriptor, Index, Manifest, MEDIA_INDEX};
+use crate::image::oci::{Descriptor, ImageConfig, Index, Manifest, DOCKER_MANIFEST, MEDIA_INDEX, MEDIA_LAYER};
+use sha2::Digest;
 use crate::image::store::{Store, REF_ANNOTATION};
 use clap::Args;
+
+/// An uncompressed layer in a Docker schema 2 manifest.
+const DOCKER_LAYER: &str = "application/vnd.docker.image.rootfs.diff.tar";
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
@@ -33,9 +41,54 @@ fn add(b: &mut tar::Builder<impl Write>, path: &str, data: &mut dyn std::io::Rea
     b.append_data(&mut h, path, data).map_err(|e| format!("write {path}: {e}"))
 }
 
+/// Where a layer's bytes come from.
+enum Source {
+    Blob,
+    Record(crate::image::layers::Record),
+}
+
 fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out: impl Write) -> Result<(), String> {
     let manifest: Manifest =
         serde_json::from_slice(&store.read_blob(&desc.digest)?).map_err(|e| format!("manifest: {e}"))?;
+    let config: ImageConfig =
+        serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
+    // No object goes while the archive is written.
+    let _gc = store.gc_shared()?;
+    let objects = store.objects()?;
+    let records = store.layers()?;
+    let docker = desc.media_type == DOCKER_MANIFEST || manifest.media_type.as_deref() == Some(DOCKER_MANIFEST);
+    let mut sources = Vec::new();
+    let mut layers = Vec::new();
+    for (i, l) in manifest.layers.iter().enumerate() {
+        let p = store.blob_path(&l.digest)?;
+        if p.exists() {
+            sources.push(Source::Blob);
+            layers.push(l.clone());
+            continue;
+        }
+        let diff_id = config.rootfs.diff_ids.get(i).ok_or_else(|| format!("image config: no DiffID for layer {}", i + 1))?;
+        let r = records
+            .find_any(diff_id)
+            .ok_or_else(|| format!("layer {}: neither its blob nor its record is in the store", l.digest))?;
+        layers.push(Descriptor {
+            media_type: if docker { DOCKER_LAYER.into() } else { MEDIA_LAYER.into() },
+            digest: diff_id.clone(),
+            size: r.meta.size,
+            annotations: None,
+            platform: None,
+        });
+        sources.push(Source::Record(r));
+    }
+    let rewritten = layers != manifest.layers;
+    let (mdata, mdesc) = if rewritten {
+        let m = Manifest { layers: layers.clone(), ..manifest.clone() };
+        let data = serde_json::to_vec(&m).map_err(|e| e.to_string())?;
+        let digest = format!("sha256:{:x}", sha2::Sha256::digest(&data));
+        let d = Descriptor { digest, size: data.len() as u64, annotations: None, ..desc.clone() };
+        (data, d)
+    } else {
+        (store.read_blob(&desc.digest)?, desc.clone())
+    };
     let mut b = tar::Builder::new(out);
     let hex = |d: &str| d.trim_start_matches("sha256:").to_string();
     let blob = |b: &mut tar::Builder<_>, d: &str, path: &str| -> Result<(), String> {
@@ -44,16 +97,24 @@ fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out
         let size = f.metadata().map_err(|e| e.to_string())?.len();
         add(b, path, &mut f, size)
     };
+    let layer = |b: &mut tar::Builder<_>, s: &Source, d: &Descriptor, path: &str| -> Result<(), String> {
+        match s {
+            Source::Blob => blob(b, &d.digest, path),
+            Source::Record(r) => {
+                let mut src = crate::image::layers::Recreated::open(r, &objects)?;
+                add(b, path, &mut src, r.meta.size)
+            }
+        }
+    };
     if format == "oci-archive" {
         let layout = br#"{"imageLayoutVersion":"1.0.0"}"#;
         add(&mut b, "oci-layout", &mut &layout[..], layout.len() as u64)?;
-        for d in std::iter::once(&desc.digest)
-            .chain([&manifest.config.digest])
-            .chain(manifest.layers.iter().map(|l| &l.digest))
-        {
-            blob(&mut b, d, &format!("blobs/sha256/{}", hex(d)))?;
+        add(&mut b, &format!("blobs/sha256/{}", hex(&mdesc.digest)), &mut &mdata[..], mdata.len() as u64)?;
+        blob(&mut b, &manifest.config.digest, &format!("blobs/sha256/{}", hex(&manifest.config.digest)))?;
+        for (s, d) in sources.iter().zip(&layers) {
+            layer(&mut b, s, d, &format!("blobs/sha256/{}", hex(&d.digest)))?;
         }
-        let mut top = desc.clone();
+        let mut top = mdesc.clone();
         top.annotations = Some([(REF_ANNOTATION.to_string(), name.to_string())].into());
         let index = Index { schema_version: 2, media_type: Some(MEDIA_INDEX.into()), manifests: vec![top] };
         let data = serde_json::to_vec(&index).map_err(|e| e.to_string())?;
@@ -61,13 +122,13 @@ fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out
     } else {
         let config = format!("{}.json", hex(&manifest.config.digest));
         blob(&mut b, &manifest.config.digest, &config)?;
-        let mut layers = Vec::new();
-        for l in &manifest.layers {
-            let path = format!("{}.tar", hex(&l.digest));
-            blob(&mut b, &l.digest, &path)?;
-            layers.push(path);
+        let mut paths = Vec::new();
+        for (s, d) in sources.iter().zip(&layers) {
+            let path = format!("{}.tar", hex(&d.digest));
+            layer(&mut b, s, d, &path)?;
+            paths.push(path);
         }
-        let entry = serde_json::json!([{"Config": config, "RepoTags": [name], "Layers": layers}]);
+        let entry = serde_json::json!([{"Config": config, "RepoTags": [name], "Layers": paths}]);
         let data = serde_json::to_vec(&entry).map_err(|e| e.to_string())?;
         add(&mut b, "manifest.json", &mut &data[..], data.len() as u64)?;
     }

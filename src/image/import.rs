@@ -9,8 +9,9 @@
 //! each layer checked against its DiffID, and only then is the image named in the index.
 
 use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConfig};
-use super::store::{Store, REF_ANNOTATION};
-use super::unpack::{self, Changes, Layer, Options};
+use super::objects::Linker;
+use super::store::{Gc, Store, REF_ANNOTATION};
+use super::unpack::{self, Changes, Layer, Options, Source};
 use crate::reference::Reference;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
@@ -43,6 +44,9 @@ fn kind_of_dir(d: &Path) -> Option<Kind> {
 /// Imports `src` into `store`, named `tag` (else the name the archive carries).
 pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> Result<Imported, String> {
     let tag = tag.map(|t| Reference::parse(t).map(|r| r.to_string())).transpose()?;
+    // Held until the image is named: what the store has (objects, layer records) stays.
+    let gc = store.gc_shared()?;
+    let gc = &gc;
     let meta = fs::metadata(src).map_err(|e| format!("{}: {e}", src.display()))?;
     if !meta.is_dir() && !meta.is_file() {
         return Err(format!("{}: not a regular file or directory (a FIFO or device): refused", src.display()));
@@ -54,13 +58,13 @@ pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> R
                 src.display()
             )
         })?;
-        return import_dir(store, src, kind, tag, opts);
+        return import_dir(store, gc, src, kind, tag, opts);
     }
     // A file: an image archive (extracted, safely, then read as a directory), or a rootfs.
     let names = tar_names(src)?;
     let is_image = names.iter().any(|n| n == "index.json" || n == "oci-layout" || n == "manifest.json");
     if !is_image {
-        return import_rootfs(store, src, tag, opts);
+        return import_rootfs(store, gc, src, tag, opts);
     }
     let tmp = store.root.join("tmp").join(format!("archive-{}-{}", std::process::id(), now_ns()));
     let _ = super::unpack::remove_tree(&tmp);
@@ -74,7 +78,7 @@ pub fn import(store: &Store, src: &Path, tag: Option<&str>, opts: &Options) -> R
     .map_err(|e| format!("{}: {e}", src.display()))
     .and_then(|_| {
         let kind = kind_of_dir(&tmp).ok_or_else(|| format!("{}: not an image archive", src.display()))?;
-        import_dir(store, &tmp, kind, tag, opts)
+        import_dir(store, gc, &tmp, kind, tag, opts)
     });
     let _ = super::unpack::remove_tree(&tmp);
     r
@@ -189,14 +193,28 @@ impl Members {
     }
 }
 
-fn import_dir(store: &Store, dir: &Path, kind: Kind, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+fn import_dir(
+    store: &Store,
+    gc: &Gc,
+    dir: &Path,
+    kind: Kind,
+    tag: Option<String>,
+    opts: &Options,
+) -> Result<Imported, String> {
     match kind {
-        Kind::OciLayout => import_layout(store, dir, tag, opts),
-        Kind::DockerArchive => import_docker(store, dir, tag, opts),
+        Kind::OciLayout => import_layout(store, gc, dir, tag, opts),
+        Kind::DockerArchive => import_docker(store, gc, dir, tag, opts),
     }
 }
 
-fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+/// Whether the store holds the layer `diff_id` as a record for `opts` (then its blob is
+/// neither copied nor read).
+fn recorded(store: &Store, diff_id: Option<&String>, opts: &Options) -> bool {
+    let opts = store.unpack_options(opts);
+    diff_id.is_some_and(|d| store.layers().is_ok_and(|l| l.find(d, super::layers::variant(&opts)).is_some()))
+}
+
+fn import_layout(store: &Store, gc: &Gc, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
     let m = Members::open(dir)?;
     let index: Index = m.json("index.json")?;
     let blob = |d: &str| -> Result<String, String> { Ok(format!("blobs/sha256/{}", super::store::sha256_hex(d)?)) };
@@ -233,15 +251,22 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
     }
     let manifest_path = blob(&desc.digest)?;
     let manifest: Manifest = m.json_checked(&manifest_path, Some(&desc.digest))?;
-    let mut files =
-        vec![(manifest_path, desc.digest.clone()), (blob(&manifest.config.digest)?, manifest.config.digest.clone())];
-    for l in &manifest.layers {
-        files.push((blob(&l.digest)?, l.digest.clone()));
-    }
-    for (path, digest) in &files {
+    for (path, digest) in [(manifest_path, &desc.digest), (blob(&manifest.config.digest)?, &manifest.config.digest)] {
         // Verified against its digest as it is stored.
         // (take: a file that grows after open_untrusted's size check is read to its cap only.)
-        store.put_blob(m.file(path, opts.max_unpacked)?.take(opts.max_unpacked), Some(digest))?;
+        store.put_blob(m.file(&path, opts.max_unpacked)?.take(opts.max_unpacked), Some(digest))?;
+    }
+    let config: ImageConfig =
+        serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
+    // Layers are read from the layout as they are unpacked (each checked against its digest
+    // and DiffID), never copied into the store; a layer the store has is not read at all.
+    let mut inputs = Vec::new();
+    for (i, l) in manifest.layers.iter().enumerate() {
+        inputs.push(if recorded(store, config.rootfs.diff_ids.get(i), opts) {
+            None
+        } else {
+            Some(m.file(&blob(&l.digest)?, opts.max_unpacked)?)
+        });
     }
     let name = match (tag, source_name) {
         (Some(t), _) => t,
@@ -249,7 +274,7 @@ fn import_layout(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
         (None, Some(n)) => Reference::parse(&format!("localhost/imported:{n}"))?.to_string(),
         (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
     };
-    finish(store, &desc.digest, &manifest, &name, &desc.media_type, opts)
+    finish(store, gc, &desc.digest, &manifest, inputs, &name, &desc.media_type, opts)
 }
 
 #[derive(serde::Deserialize)]
@@ -262,7 +287,7 @@ struct DockerEntry {
     layers: Vec<String>,
 }
 
-fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+fn import_docker(store: &Store, gc: &Gc, dir: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
     let m = Members::open(dir)?;
     let entries: Vec<DockerEntry> = m.json("manifest.json")?;
     let entry = match entries.as_slice() {
@@ -283,11 +308,26 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
         }
     };
     let (cfg_digest, cfg_size) = store.put_blob(m.file(&entry.config, JSON_CAP)?.take(JSON_CAP), None)?;
+    let config: ImageConfig =
+        serde_json::from_slice(&store.read_blob(&cfg_digest)?).map_err(|e| format!("image config: {e}"))?;
     let mut layers = Vec::new();
-    for l in &entry.layers {
+    let mut inputs = Vec::new();
+    for (i, l) in entry.layers.iter().enumerate() {
         let mut f = m.file(l, opts.max_unpacked)?;
         let media = layer_media(&mut f, &dir.join(l))?;
-        let (digest, size) = store.put_blob(f.take(opts.max_unpacked), None)?;
+        let size = f.metadata().map_err(|e| format!("{}: {e}", dir.join(l).display()))?.len();
+        let diff_id = config.rootfs.diff_ids.get(i);
+        // An uncompressed layer's digest is its DiffID (checked as it is unpacked); a
+        // compressed one's is read.
+        let digest = match diff_id {
+            Some(d) if media == oci::MEDIA_LAYER => d.clone(),
+            _ => {
+                let d = sha256_of_reader(&mut (&mut f).take(opts.max_unpacked)).map_err(|e| format!("{}: {e}", dir.join(l).display()))?;
+                f = m.file(l, opts.max_unpacked)?;
+                d
+            }
+        };
+        inputs.push(if recorded(store, diff_id, opts) { None } else { Some(f) });
         layers.push(Descriptor { media_type: media.into(), digest, size, annotations: None, platform: None });
     }
     let manifest = Manifest {
@@ -309,27 +349,39 @@ fn import_docker(store: &Store, dir: &Path, tag: Option<String>, opts: &Options)
         (None, Some(t)) => Reference::parse(t)?.to_string(),
         (None, None) => return Err(format!("{}: the image has no name; give one with --tag", dir.display())),
     };
-    finish(store, &mdigest, &manifest, &name, oci::MEDIA_MANIFEST, opts)
+    finish(store, gc, &mdigest, &manifest, inputs, &name, oci::MEDIA_MANIFEST, opts)
 }
 
-fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
-    // A store other users read gets images without privilege in them.
-    let opts = &Options { strip_privilege: opts.strip_privilege || store.shared, ..opts.clone() };
+fn sha256_of_reader(r: &mut impl Read) -> std::io::Result<String> {
+    let mut h = Sha256::new();
+    std::io::copy(r, &mut h)?;
+    Ok(format!("sha256:{:x}", h.finalize()))
+}
+
+fn import_rootfs(store: &Store, gc: &Gc, src: &Path, tag: Option<String>, opts: &Options) -> Result<Imported, String> {
+    let opts = &store.unpack_options(opts);
     let name =
         tag.ok_or_else(|| format!("{}: a root filesystem tarball has no name; give one with --tag", src.display()))?;
     let mut f = File::open(src).map_err(|e| format!("{}: {e}", src.display()))?;
     let media = layer_media(&mut f, src)?;
-    let (ldigest, lsize) = store.put_blob(f, None)?;
-    // Unpack first (under a temporary name): the config needs the DiffID.
+    let lsize = f.metadata().map_err(|e| format!("{}: {e}", src.display()))?.len();
+    // Unpacked first (under a temporary name), read once: the config needs the DiffID, the
+    // manifest the digest.
     let tmp = store.root.join("tmp").join(format!("rootfs-{}-{}", std::process::id(), now_ns()));
     let _ = super::unpack::remove_tree(&tmp);
-    let blob = File::open(store.blob_path(&ldigest)?).map_err(|e| e.to_string())?;
-    let changes = unpack::unpack_image(
-        vec![Layer { reader: BufReader::new(blob), digest: Some(ldigest.clone()), diff_id: None }],
-        &tmp,
-        opts,
-    )
-    .map_err(|e| format!("{}: {e}", src.display()))?;
+    let objects = store.objects()?;
+    let recs = store.layers()?;
+    let mut linker = Linker::new(&objects);
+    let layer = Layer { reader: BufReader::new(f), digest: None, diff_id: None };
+    let (changes, streamed) =
+        match unpack::unpack_to_store(vec![Source::Stream(layer)], &tmp, opts, &recs, &mut linker) {
+            Ok(r) => r,
+            Err(e) => {
+                store.forget_objects(gc, &objects, &linker.created);
+                return Err(format!("{}: {e}", src.display()));
+            }
+        };
+    let ldigest = streamed.first().and_then(|s| s.as_ref()).map(|s| s.digest.clone()).unwrap_or_default();
     let config = ImageConfig {
         architecture: oci::native_arch().into(),
         os: "linux".into(),
@@ -385,17 +437,22 @@ fn import_rootfs(store: &Store, src: &Path, tag: Option<String>, opts: &Options)
     Ok(Imported { reference: name, manifest: mdigest, changes })
 }
 
-/// Unpacks the stored image (verifying each layer's digest and DiffID) and names it.
+/// Unpacks the stored image (verifying each layer's digest and DiffID) and names it. A layer
+/// is read from `inputs[i]` (a member of the archive being imported) when given, else from the
+/// store's blob; a layer the store holds as a record is applied from it. The caller holds the
+/// collection lock `gc` from before it decided which layers to read.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn finish(
     store: &Store,
+    gc: &Gc,
     mdigest: &str,
     manifest: &Manifest,
+    inputs: Vec<Option<File>>,
     name: &str,
     media_type: &str,
     opts: &Options,
 ) -> Result<Imported, String> {
-    // A store other users read gets images without privilege in them.
-    let opts = &Options { strip_privilege: opts.strip_privilege || store.shared, ..opts.clone() };
+    let opts = &store.unpack_options(opts);
     let config: ImageConfig =
         serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
     if config.rootfs.diff_ids.len() != manifest.layers.len() {
@@ -408,16 +465,7 @@ pub(crate) fn finish(
     let dest = store.rootfs_path(mdigest);
     let mut changes = Changes::default();
     if !dest.exists() {
-        let mut layers = Vec::new();
-        for (l, diff_id) in manifest.layers.iter().zip(&config.rootfs.diff_ids) {
-            let f = File::open(store.blob_path(&l.digest)?).map_err(|e| format!("layer {}: {e}", l.digest))?;
-            layers.push(Layer {
-                reader: BufReader::new(f),
-                digest: Some(l.digest.clone()),
-                diff_id: Some(diff_id.clone()),
-            });
-        }
-        changes = unpack::unpack_image(layers, &dest, opts).map_err(|e| e.to_string())?;
+        changes = build(store, gc, &manifest.layers, &config.rootfs.diff_ids, inputs, &dest, opts)?;
         record_changes(store, mdigest, &changes)?;
     }
     let size = store.read_blob(mdigest)?.len() as u64;
@@ -425,7 +473,154 @@ pub(crate) fn finish(
         name,
         Descriptor { media_type: media_type.into(), digest: mdigest.into(), size, annotations: None, platform: None },
     )?;
+    store.drop_recorded_blobs(&manifest.layers, &config.rootfs.diff_ids);
     Ok(Imported { reference: name.into(), manifest: mdigest.into(), changes })
+}
+
+/// Builds the tree of an image with `layers` (and their `diff_ids`) at `dest`, its files in
+/// the object directory: each layer from its record when the store has one, else from
+/// `inputs[i]` or its blob (recorded then), else recreated from a record made with other
+/// options. `opts` are the store's ([`Store::unpack_options`]).
+pub(crate) fn build(
+    store: &Store,
+    gc: &Gc,
+    layers: &[Descriptor],
+    diff_ids: &[String],
+    mut inputs: Vec<Option<File>>,
+    dest: &Path,
+    opts: &Options,
+) -> Result<Changes, String> {
+    let objects = store.objects()?;
+    let recs = store.layers()?;
+    let variant = super::layers::variant(opts);
+    let mut sources: Vec<Source<Box<dyn Read + Send>>> = Vec::new();
+    let mut recreated = Vec::new();
+    for (i, (l, diff_id)) in layers.iter().zip(diff_ids).enumerate() {
+        if let Some(r) = recs.find(diff_id, variant) {
+            sources.push(Source::Stored(r));
+            continue;
+        }
+        let (reader, digest): (Box<dyn Read + Send>, Option<String>) =
+            match inputs.get_mut(i).and_then(Option::take) {
+                Some(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
+                None => match File::open(store.blob_path(&l.digest)?) {
+                    Ok(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
+                    // Recorded meanwhile by another import (which then dropped the blob).
+                    Err(_) if recs.find(diff_id, variant).is_some() => {
+                        sources.push(Source::Stored(recs.find(diff_id, variant).expect("just found")));
+                        continue;
+                    }
+                    Err(e) => match recs.find_any(diff_id) {
+                        // Recorded with other options (another way of unpacking): recreated
+                        // from its record, checked against the DiffID, and unpacked anew.
+                        Some(r) => {
+                            let t = recreate(store, &objects, &r)?;
+                            let f = t.reopen()?;
+                            recreated.push(t);
+                            (Box::new(BufReader::new(f)), None)
+                        }
+                        None => {
+                            return Err(format!(
+                                "layer {}: neither its blob nor a record of it is in the store ({e}): pull or import the image again",
+                                l.digest
+                            ))
+                        }
+                    },
+                },
+            };
+        sources.push(Source::Stream(Layer { reader, digest, diff_id: Some(diff_id.clone()) }));
+    }
+    let mut linker = Linker::new(&objects);
+    match unpack::unpack_to_store(sources, dest, opts, &recs, &mut linker) {
+        Ok((c, _)) => Ok(c),
+        Err(e) => {
+            store.forget_objects(gc, &objects, &linker.created);
+            Err(e.to_string())
+        }
+    }
+}
+
+/// A recorded layer's tar, recreated into a temporary file of the store (removed on drop).
+struct TempFile(PathBuf);
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+impl TempFile {
+    fn reopen(&self) -> Result<File, String> {
+        File::open(&self.0).map_err(|e| format!("{}: {e}", self.0.display()))
+    }
+}
+
+fn recreate(store: &Store, objects: &super::objects::Objects, r: &super::layers::Record) -> Result<TempFile, String> {
+    let t = TempFile(store.root.join("tmp").join(format!("recreate-{}-{}", std::process::id(), now_ns())));
+    let mut out = File::create(&t.0).map_err(|e| format!("{}: {e}", t.0.display()))?;
+    let mut src = super::layers::Recreated::open(r, objects)?;
+    std::io::copy(&mut src, &mut out).map_err(|e| format!("layer {}: {e}", r.meta.diff_id))?;
+    Ok(t)
+}
+
+/// Moves every image of an older version's layout (a tree of its own, its layer blobs) into
+/// the shared one: its tree is built anew from its layers (records where the store has them,
+/// else its blobs), put in place of the old one while no sandbox runs on it, and the blobs
+/// the records now recreate are dropped. Returns, per image tried, the bytes freed or why
+/// not.
+pub fn migrate(store: &Store, opts: &Options) -> Result<Vec<(String, Result<u64, String>)>, String> {
+    let opts = &store.unpack_options(opts);
+    let gc = store.gc_shared()?;
+    let mut out = Vec::new();
+    let manifests: Vec<String> = {
+        let mut v: Vec<String> = store.index()?.manifests.into_iter().map(|d| d.digest).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    for d in manifests {
+        if store.layout_of(&d) == unpack::LAYOUT_OBJECTS || !store.rootfs_path(&d).is_dir() {
+            continue;
+        }
+        let r = (|| -> Result<u64, String> {
+            let manifest: Manifest =
+                serde_json::from_slice(&store.read_blob(&d)?).map_err(|e| format!("manifest: {e}"))?;
+            let config: ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?)
+                .map_err(|e| format!("image config: {e}"))?;
+            let _busy = store
+                .lock_rootfs_idle(&d)
+                .ok_or_else(|| "a sandbox runs on it: run `polysandbox system migrate` again later".to_string())?;
+            let tree = store.rootfs_path(&d);
+            let before = super::layers::du(&tree);
+            let fresh = store.root.join("tmp").join(format!("migrate-{}-{}", std::process::id(), now_ns()));
+            let changes = build(store, &gc, &manifest.layers, &config.rootfs.diff_ids, Vec::new(), &fresh, opts)?;
+            let old = store.root.join("tmp").join(format!("old-{}-{}", std::process::id(), now_ns()));
+            fs::rename(&tree, &old).map_err(|e| format!("{}: {e}", tree.display()))?;
+            if let Err(e) = fs::rename(&fresh, &tree) {
+                let _ = fs::rename(&old, &tree);
+                let _ = super::unpack::remove_tree(&fresh);
+                return Err(format!("{}: {e}", tree.display()));
+            }
+            record_changes(store, &d, &changes)?;
+            let _ = super::unpack::remove_tree(&old);
+            let blobs: u64 = manifest
+                .layers
+                .iter()
+                .filter_map(|l| store.blob_path(&l.digest).ok().and_then(|p| fs::metadata(p).ok()))
+                .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
+                .sum();
+            store.drop_recorded_blobs(&manifest.layers, &config.rootfs.diff_ids);
+            let blobs_after: u64 = manifest
+                .layers
+                .iter()
+                .filter_map(|l| store.blob_path(&l.digest).ok().and_then(|p| fs::metadata(p).ok()))
+                .map(|m| std::os::unix::fs::MetadataExt::blocks(&m) * 512)
+                .sum();
+            Ok((before + blobs).saturating_sub(changes.tree_bytes + blobs_after))
+        })();
+        out.push((d, r));
+    }
+    Ok(out)
 }
 
 /// What unpacking changed (rootless), kept beside the rootfs for `inspect`.

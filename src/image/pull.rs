@@ -436,8 +436,26 @@ pub fn pull(store: &Store, reference: &str, o: &Options) -> Result<Pulled, Strin
             return Err(format!("{r}: layer {} has unsupported media type {}", l.digest, l.media_type));
         }
     }
-    let mut blobs: Vec<Descriptor> = vec![manifest.config.clone()];
-    blobs.extend(manifest.layers.iter().cloned());
+    // Held until the image is named: what the store has (objects, layer records) stays.
+    let gc = store.gc_shared()?;
+    // The config first: its DiffIDs say which layers the store holds already (as records,
+    // their blobs long gone): those are not fetched.
+    let mut blobs: Vec<Descriptor> = Vec::new();
+    let mut config_fetched = false;
+    if !store.blob_path(&manifest.config.digest)?.exists() {
+        let bar = ProgressBar::hidden();
+        config_fetched = fetch_blob(&reg, store, &manifest.config, &bar).map_err(|e| format!("{r}: {e}"))?;
+    }
+    let config: oci::ImageConfig = serde_json::from_slice(&store.read_blob(&manifest.config.digest)?)
+        .map_err(|e| format!("{r}: image config: {e}"))?;
+    let opts = store.unpack_options(&o.unpack);
+    let recs = store.layers()?;
+    for (i, l) in manifest.layers.iter().enumerate() {
+        let held = config.rootfs.diff_ids.get(i).is_some_and(|d| recs.find(d, super::layers::variant(&opts)).is_some());
+        if !held {
+            blobs.push(l.clone());
+        }
+    }
     let multi = MultiProgress::new();
     if !o.progress {
         multi.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -482,11 +500,12 @@ pub fn pull(store: &Store, reference: &str, o: &Options) -> Result<Pulled, Strin
     if let Some(Err(e)) = results.iter().find(|r| r.is_err()) {
         return Err(format!("{r}: {e}"));
     }
-    let blobs_fetched = results.iter().filter(|r| matches!(r, Ok((true, _)))).count();
-    let bytes_fetched = results.iter().map(|r| r.as_ref().map(|x| x.1).unwrap_or(0)).sum();
+    let blobs_fetched = results.iter().filter(|r| matches!(r, Ok((true, _)))).count() + usize::from(config_fetched);
+    let bytes_fetched = results.iter().map(|r| r.as_ref().map(|x| x.1).unwrap_or(0)).sum::<u64>()
+        + if config_fetched { manifest.config.size } else { 0 };
     store.put_blob(&body[..], Some(&mdigest))?;
     let name = r.to_string();
-    let imported = import::finish(store, &mdigest, &manifest, &name, &media, &o.unpack)?;
+    let imported = import::finish(store, &gc, &mdigest, &manifest, Vec::new(), &name, &media, &o.unpack)?;
     Ok(Pulled { imported, blobs_fetched, bytes_fetched })
 }
 

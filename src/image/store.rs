@@ -37,6 +37,32 @@ const SHARED_MARKER: &str = "SHARED";
 /// An exclusive lock on the store, released on drop.
 pub struct Lock(File);
 
+/// The store's collection lock (`gc.lock`): held shared by every process that links objects
+/// or applies layer records (import, pull, migrate) from before it decides what the store
+/// has until the image is named in the index; exclusive by the collector (`prune`, `rmi`),
+/// which removes objects and records nothing live refers to. Released on drop.
+pub struct Gc(File);
+
+impl Gc {
+    /// Turns a shared hold into an exclusive one if nobody else holds it; else keeps (or
+    /// takes back) the shared one. (flock(2) drops the old lock before trying the new.)
+    pub fn try_exclusive(&self) -> bool {
+        // SAFETY: flock on our own fd.
+        if unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return true;
+        }
+        // SAFETY: flock on our own fd.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_SH) };
+        false
+    }
+
+    /// Back to a shared hold.
+    pub fn shared(&self) {
+        // SAFETY: flock on our own fd.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_SH) };
+    }
+}
+
 impl Drop for Lock {
     fn drop(&mut self) {
         // SAFETY: unlocking our own fd.
@@ -150,6 +176,83 @@ impl Store {
             return Err(format!("store lock: {}", io::Error::last_os_error()));
         }
         Ok(Lock(f))
+    }
+
+    fn gc_file(&self) -> Result<File, String> {
+        File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.root.join("gc.lock"))
+            .map_err(|e| format!("store collection lock: {e}"))
+    }
+
+    /// The collection lock, shared (see [`Gc`]).
+    pub fn gc_shared(&self) -> Result<Gc, String> {
+        let f = self.gc_file()?;
+        // SAFETY: flock on our own fd.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_SH) } != 0 {
+            return Err(format!("store collection lock: {}", io::Error::last_os_error()));
+        }
+        Ok(Gc(f))
+    }
+
+    /// The collection lock, exclusive; None when `wait` is false and another process holds it.
+    pub fn gc_exclusive(&self, wait: bool) -> Result<Option<Gc>, String> {
+        let f = self.gc_file()?;
+        let flags = if wait { libc::LOCK_EX } else { libc::LOCK_EX | libc::LOCK_NB };
+        // SAFETY: flock on our own fd.
+        if unsafe { libc::flock(f.as_raw_fd(), flags) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+                return Ok(None);
+            }
+            return Err(format!("store collection lock: {e}"));
+        }
+        Ok(Some(Gc(f)))
+    }
+
+    /// How images are unpacked into this store: a store other users read gets images without
+    /// privilege in them.
+    pub fn unpack_options(&self, opts: &super::unpack::Options) -> super::unpack::Options {
+        super::unpack::Options { strip_privilege: opts.strip_privilege || self.shared, ..opts.clone() }
+    }
+
+    pub fn objects(&self) -> Result<super::objects::Objects, String> {
+        super::objects::Objects::open(&self.root)
+    }
+
+    pub fn layers(&self) -> Result<super::layers::Layers, String> {
+        super::layers::Layers::open(&self.root)
+    }
+
+    /// Removes the blobs of `layers` that the store keeps as records (their files and
+    /// tar-split recreate them): a layer is not kept twice.
+    pub fn drop_recorded_blobs(&self, layers: &[Descriptor], diff_ids: &[String]) {
+        let Ok(recs) = self.layers() else { return };
+        let Ok(live) = self.live() else { return };
+        for (l, d) in layers.iter().zip(diff_ids) {
+            if recs.find_any(d).is_some() && !live.old_layer_blobs.contains(&l.digest) {
+                if let Ok(p) = self.blob_path(&l.digest) {
+                    let _ = fs::remove_file(p);
+                }
+            }
+        }
+    }
+
+    /// After a failed import: removes the objects it made that nothing links, if no other
+    /// process is importing (else `prune` will).
+    pub fn forget_objects(&self, gc: &Gc, objects: &super::objects::Objects, created: &[(super::objects::Key, u32)]) {
+        if created.is_empty() || !gc.try_exclusive() {
+            return;
+        }
+        let mut keys: Vec<_> = created.iter().map(|(k, _)| *k).collect();
+        keys.sort();
+        keys.dedup();
+        for k in keys {
+            super::objects::collect_key(objects, &k);
+        }
+        gc.shared();
     }
 
     fn index_path(&self) -> PathBuf {
@@ -278,6 +381,26 @@ impl Store {
         Ok(Lock(f))
     }
 
+    /// Whether a sandbox runs on the rootfs of `manifest_digest` now.
+    pub fn rootfs_in_use(&self, manifest_digest: &str) -> bool {
+        let hex = manifest_digest.trim_start_matches("sha256:");
+        let Ok(f) = File::open(self.root.join("rootfs").join(format!("{hex}.lock"))) else { return false };
+        // SAFETY: flock on our own fd.
+        let busy = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0;
+        drop(f);
+        busy
+    }
+
+    /// The rootfs of `manifest_digest`, locked against sandboxes starting on it; None while
+    /// one runs on it.
+    pub fn lock_rootfs_idle(&self, manifest_digest: &str) -> Option<Lock> {
+        let hex = manifest_digest.trim_start_matches("sha256:");
+        let lockp = self.root.join("rootfs").join(format!("{hex}.lock"));
+        let f = File::options().create(true).truncate(false).write(true).open(&lockp).ok()?;
+        // SAFETY: flock on our own fd.
+        (unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0).then_some(Lock(f))
+    }
+
     /// Removes the rootfs of `manifest_digest` unless a sandbox holds it. Returns whether it did.
     fn remove_rootfs_if_idle(&self, manifest_digest: &str) -> bool {
         let hex = manifest_digest.trim_start_matches("sha256:");
@@ -294,34 +417,72 @@ impl Store {
         ok
     }
 
-    /// Removes blobs and rootfs directories no image refers to, and leftovers of dead imports.
-    /// Returns (blobs removed, rootfs removed, bytes freed).
-    pub fn prune(&self) -> Result<(u64, u64, u64), String> {
-        let _lock = self.lock()?;
+    /// What the images named in the index use: their manifests, the layers of those whose
+    /// files are objects (whose records are live), and the layer blobs of those unpacked by an
+    /// older version (kept: such an image has no records).
+    pub fn live(&self) -> Result<Live, String> {
         let index = self.index()?;
-        let mut keep: std::collections::HashSet<String> = std::collections::HashSet::new();
-        let mut manifests: Vec<String> = Vec::new();
+        let mut live = Live::default();
         let mut todo: Vec<String> = index.manifests.iter().map(|d| d.digest.clone()).collect();
+        let mut seen = std::collections::HashSet::new();
         while let Some(d) = todo.pop() {
-            if !keep.insert(d.clone()) {
+            if !seen.insert(d.clone()) {
                 continue;
             }
+            live.blobs.insert(d.clone());
             let Ok(data) = self.read_blob(&d) else { continue };
             if let Ok(m) = serde_json::from_slice::<super::oci::Manifest>(&data) {
-                manifests.push(d.clone());
-                keep.insert(m.config.digest.clone());
-                keep.extend(m.layers.iter().map(|l| l.digest.clone()));
+                live.manifests.push(d.clone());
+                live.blobs.insert(m.config.digest.clone());
+                let objects = self.layout_of(&d) == super::unpack::LAYOUT_OBJECTS;
+                if objects {
+                    if let Ok(c) = self
+                        .read_blob(&m.config.digest)
+                        .and_then(|b| serde_json::from_slice::<super::oci::ImageConfig>(&b).map_err(|e| e.to_string()))
+                    {
+                        for (l, diff_id) in m.layers.iter().zip(&c.rootfs.diff_ids) {
+                            live.layer_blobs.insert(l.digest.clone(), diff_id.clone());
+                        }
+                        live.layers.extend(c.rootfs.diff_ids);
+                    }
+                } else {
+                    live.old_layer_blobs.extend(m.layers.iter().map(|l| l.digest.clone()));
+                }
+                live.blobs.extend(m.layers.iter().map(|l| l.digest.clone()));
             } else if let Ok(i) = serde_json::from_slice::<Index>(&data) {
                 todo.extend(i.manifests.iter().map(|m| m.digest.clone()));
             }
         }
-        let (mut blobs, mut roots, mut bytes) = (0, 0, 0);
+        Ok(live)
+    }
+
+    /// What unpacking the image of `manifest_digest` recorded (`rootfs/<hex>.json`).
+    pub fn changes_of(&self, manifest_digest: &str) -> Option<super::unpack::Changes> {
+        let p = self.root.join("rootfs").join(format!("{}.json", manifest_digest.trim_start_matches("sha256:")));
+        serde_json::from_slice(&fs::read(p).ok()?).ok()
+    }
+
+    /// [`super::unpack::LAYOUT_OBJECTS`] for an image whose files are objects; 0 for a tree of
+    /// its own (an older version's).
+    pub fn layout_of(&self, manifest_digest: &str) -> u32 {
+        self.changes_of(manifest_digest).map(|c| c.layout).unwrap_or(0)
+    }
+
+    /// Removes blobs, rootfs directories, layer records and objects no image refers to, and
+    /// leftovers of dead imports. Waits for imports and pulls to finish (they hold the
+    /// collection lock shared).
+    pub fn prune(&self) -> Result<Pruned, String> {
+        let _gc = self.gc_exclusive(true)?;
+        let _lock = self.lock()?;
+        let live = self.live()?;
+        let mut p = Pruned::default();
+        let layers = self.layers()?;
         for e in fs::read_dir(self.root.join("oci/blobs/sha256")).map_err(|e| e.to_string())?.flatten() {
             let d = format!("sha256:{}", e.file_name().to_string_lossy());
-            if !keep.contains(&d) {
-                bytes += e.metadata().map(|m| m.len()).unwrap_or(0);
+            if !live.blobs.contains(&d) || live.blob_recorded(&d, &layers) {
+                p.bytes += e.metadata().map(|m| m.len()).unwrap_or(0);
                 if fs::remove_file(e.path()).is_ok() {
-                    blobs += 1;
+                    p.blobs += 1;
                 }
             }
         }
@@ -331,10 +492,18 @@ impl Store {
                 continue;
             }
             let d = format!("sha256:{name}");
-            if !manifests.contains(&d) && self.remove_rootfs_if_idle(&d) {
-                roots += 1;
+            if !live.manifests.contains(&d) {
+                let before = super::layers::du(&e.path());
+                if self.remove_rootfs_if_idle(&d) {
+                    p.roots += 1;
+                    p.bytes += before;
+                }
             }
         }
+        let c = self.collect(&live, None)?;
+        p.layers = c.layers;
+        p.objects = c.objects;
+        p.bytes += c.bytes;
         // Temporary files of processes that are gone (named <kind>-<pid>-...).
         for e in fs::read_dir(self.root.join("tmp")).map_err(|e| e.to_string())?.flatten() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -343,7 +512,95 @@ impl Store {
                 let _ = super::unpack::remove_tree(&e.path());
             }
         }
-        Ok((blobs, roots, bytes))
+        Ok(p)
+    }
+
+    /// Removes layer records no live image uses, layer blobs kept as records (unless an image
+    /// of an older version's layout uses them), and objects nothing links: every object of the
+    /// store, or (`only`) those of these layers. Under the exclusive collection lock.
+    fn collect(&self, live: &Live, only: Option<&[String]>) -> Result<Collected, String> {
+        let mut c = Collected::default();
+        let objects = self.objects()?;
+        let layers = self.layers()?;
+        let mut keys: Vec<super::objects::Key> = Vec::new();
+        for (diff_id, _, dir) in layers.list() {
+            if only.is_some_and(|o| !o.contains(&diff_id)) {
+                continue;
+            }
+            if let Some(rec) = super::layers::Record::open(&dir) {
+                if only.is_some() {
+                    keys.extend(rec.objects().iter().map(|e| e.key));
+                }
+                if !live.layers.contains(&diff_id) {
+                    c.bytes += super::layers::du(&dir);
+                    if super::unpack::remove_tree(&dir).is_ok() {
+                        c.layers += 1;
+                    }
+                }
+            } else if !live.layers.contains(&diff_id) {
+                // A record cut short (a crash while it was renamed): nothing uses it.
+                let _ = super::unpack::remove_tree(&dir);
+            }
+        }
+        match only {
+            Some(_) => {
+                keys.sort();
+                keys.dedup();
+                for k in keys {
+                    let (n, b) = super::objects::collect_key(&objects, &k);
+                    c.objects += n;
+                    c.bytes += b;
+                }
+            }
+            None => {
+                let mut garbage = Vec::new();
+                super::objects::walk(&objects, |k, _, st| {
+                    if st.st_nlink <= 1 {
+                        garbage.push(*k);
+                    }
+                })?;
+                garbage.dedup();
+                for k in garbage {
+                    let (n, b) = super::objects::collect_key(&objects, &k);
+                    c.objects += n;
+                    c.bytes += b;
+                }
+            }
+        }
+        Ok(c)
+    }
+
+    /// After `rmi`: collects what the removed images' layers leave unused, when no import or
+    /// pull is running (else `prune` will). `removed`: their manifest digests.
+    pub fn collect_removed(&self, removed: &[String]) -> Result<Option<Collected>, String> {
+        let mut diff_ids = Vec::new();
+        for d in removed {
+            if self.rootfs_path(d).exists() {
+                // Still in use by a sandbox: its files stay linked until `prune`.
+                continue;
+            }
+            let Ok(m) = self
+                .read_blob(d)
+                .and_then(|b| serde_json::from_slice::<super::oci::Manifest>(&b).map_err(|e| e.to_string()))
+            else {
+                continue;
+            };
+            if let Ok(c) = self
+                .read_blob(&m.config.digest)
+                .and_then(|b| serde_json::from_slice::<super::oci::ImageConfig>(&b).map_err(|e| e.to_string()))
+            {
+                diff_ids.extend(c.rootfs.diff_ids);
+            }
+        }
+        if diff_ids.is_empty() {
+            return Ok(None);
+        }
+        let Some(_gc) = self.gc_exclusive(false)? else { return Ok(None) };
+        let live = {
+            let _lock = self.lock()?;
+            self.live()?
+        };
+        self.collect(&live, Some(&diff_ids)).map(Some)
     }
 
     /// The image `input` names, as podman finds one in its storage: a name as given (a short
@@ -433,6 +690,44 @@ impl Store {
             d.annotations.as_ref().and_then(|a| a.get(REF_ANNOTATION)).map(String::as_str) == Some(reference)
         }))
     }
+}
+
+/// What the images in the index use (see [`Store::live`]).
+#[derive(Debug, Default)]
+pub struct Live {
+    pub manifests: Vec<String>,
+    pub blobs: std::collections::HashSet<String>,
+    pub layers: std::collections::HashSet<String>,
+    pub old_layer_blobs: std::collections::HashSet<String>,
+    /// Layer blob digest -> DiffID, of the images whose files are objects.
+    pub layer_blobs: std::collections::HashMap<String, String>,
+}
+
+impl Live {
+    /// Whether the blob `digest` is a layer the store keeps as a record and no image of an
+    /// older version's layout needs as it is.
+    pub fn blob_recorded(&self, digest: &str, layers: &super::layers::Layers) -> bool {
+        !self.old_layer_blobs.contains(digest)
+            && self.layer_blobs.get(digest).is_some_and(|d| layers.find_any(d).is_some())
+    }
+}
+
+/// What [`Store::prune`] removed.
+#[derive(Debug, Default)]
+pub struct Pruned {
+    pub blobs: u64,
+    pub roots: u64,
+    pub layers: u64,
+    pub objects: u64,
+    pub bytes: u64,
+}
+
+/// What a collection removed.
+#[derive(Debug, Default)]
+pub struct Collected {
+    pub layers: u64,
+    pub objects: u64,
+    pub bytes: u64,
 }
 
 /// One image of the store, as `images` and `inspect` show it.

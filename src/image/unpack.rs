@@ -15,6 +15,9 @@
 //! and renames it into place only when every layer applied and verified: a refused or corrupt
 //! image leaves nothing behind.
 
+use super::layers::{Draft, Layers, Meta, Record};
+use super::objects::{key_of, Key, Linker};
+use super::tarsplit::{Recorder, Replay};
 use crate::sys::{self, cstr};
 use sha2::{Digest, Sha256};
 use std::collections::HashSet;
@@ -69,7 +72,17 @@ pub struct Changes {
     /// The DiffID (sha256 of the uncompressed tar) of each layer, in order.
     #[serde(default)]
     pub diff_ids: Vec<String>,
+    /// 1: the image's regular files are hard links into the store's object directory and its
+    /// layers are kept as records; 0: a tree of its own (made by an older version).
+    #[serde(default)]
+    pub layout: u32,
+    /// Disk bytes of the tree besides its regular files (directories, symlinks).
+    #[serde(default)]
+    pub tree_bytes: u64,
 }
+
+/// [`Changes::layout`] of an image whose files are objects.
+pub const LAYOUT_OBJECTS: u32 = 1;
 
 /// Why unpacking refused an image. One line for the user.
 #[derive(Debug)]
@@ -134,6 +147,206 @@ pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &O
     }
 }
 
+/// One layer for [`unpack_to_store`].
+pub(crate) enum Source<R> {
+    /// Its bytes, checked against its digest and DiffID.
+    Stream(Layer<R>),
+    /// A layer the store holds already: applied from its record, no content read.
+    Stored(Record),
+}
+
+/// Builds the image `sources` make into a new directory `dest` (which must not exist),
+/// atomically, with its regular files in the store's object directory: each layer applied
+/// from its bytes is recorded (objects, tar-split), each stored one is applied from its
+/// record; objects of a layer that the image does not show are pinned in the layer's record;
+/// new records are published. Returns what unpacking changed and, per layer applied from its
+/// bytes, what was read.
+pub(crate) fn unpack_to_store<R: Read + Send>(
+    sources: Vec<Source<R>>,
+    dest: &Path,
+    opts: &Options,
+    layers: &Layers,
+    linker: &mut Linker,
+) -> Result<(Changes, Vec<Option<Streamed>>)> {
+    if dest.exists() {
+        return err(format!("{} exists already", dest.display()));
+    }
+    if dest.file_name().is_none() {
+        return err(format!("invalid destination {}", dest.display()));
+    }
+    let tmp = partial_path(dest);
+    let _ = remove_tree(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
+    let variant = super::layers::variant(opts);
+    let result = (|| {
+        let root = open_dir(&tmp)?;
+        let mut total = Changes::default();
+        let mut streamed = Vec::new();
+        // Per layer: its draft (made here) or record (stored), and the files it gave.
+        let mut applied: Vec<(Option<Draft>, Option<Record>, String, Vec<Seen>)> = Vec::new();
+        for (i, source) in sources.into_iter().enumerate() {
+            let what = |e: Error| Error(format!("layer {}: {e}", i + 1));
+            let mut seen = Vec::new();
+            let c = match source {
+                Source::Stream(layer) => {
+                    let draft = layers.draft().map_err(Error)?;
+                    let file = draft.create("tar-split.zst").map_err(Error)?;
+                    let rec = Recorder::new(file).map_err(|e| Error(format!("tar-split: {e}")))?;
+                    let (c, s) = apply_layer_to(
+                        layer,
+                        root.as_raw_fd(),
+                        opts,
+                        total.bytes,
+                        &mut Files::Record { linker: &mut *linker, rec: rec.clone(), seen: &mut seen },
+                    )
+                    .map_err(what)?;
+                    rec.finish().map_err(|e| what(Error(format!("tar-split: {e}"))))?;
+                    let mut by_key: std::collections::HashMap<Key, (u64, u32)> = Default::default();
+                    for f in &seen {
+                        let e = by_key.entry(f.key).or_default();
+                        e.0 = e.0.max(f.blocks);
+                        e.1 += 1;
+                    }
+                    let entries = by_key
+                        .into_iter()
+                        .map(|(key, (blocks, count))| super::layers::Entry { key, blocks, count })
+                        .collect();
+                    let meta = Meta {
+                        diff_id: c.diff_ids[0].clone(),
+                        size: c.bytes,
+                        files: seen.len() as u64,
+                        changes: Changes { diff_ids: Vec::new(), ..c.clone() },
+                    };
+                    draft.finish(&meta, entries).map_err(Error)?;
+                    streamed.push(Some(s));
+                    applied.push((Some(draft), None, c.diff_ids[0].clone(), seen));
+                    c
+                }
+                Source::Stored(record) => {
+                    if total.bytes.saturating_add(record.meta.size) > opts.max_unpacked {
+                        return Err(what(Error(format!(
+                            "unpacked size exceeds the limit of {} bytes (--max-unpacked-size)",
+                            opts.max_unpacked
+                        ))));
+                    }
+                    let file = record.tar_split().map_err(Error)?;
+                    let replay = Replay::open(file, None).map_err(|e| what(Error(format!("tar-split: {e}"))))?;
+                    let c = apply_stream(
+                        replay.clone(),
+                        root.as_raw_fd(),
+                        opts,
+                        &mut Files::Replay { linker: &mut *linker, replay, seen: &mut seen },
+                    )
+                    .map_err(what)?;
+                    let c = Changes { bytes: record.meta.size, diff_ids: vec![record.meta.diff_id.clone()], ..c };
+                    streamed.push(None);
+                    let diff_id = record.meta.diff_id.clone();
+                    applied.push((None, Some(record), diff_id, seen));
+                    c
+                }
+            };
+            total.device_nodes_skipped += c.device_nodes_skipped;
+            total.setid_bits_stripped += c.setid_bits_stripped;
+            total.ownership_taken += c.ownership_taken;
+            total.xattrs_skipped += c.xattrs_skipped;
+            total.entries += c.entries;
+            total.bytes += c.bytes;
+            total.diff_ids.extend(c.diff_ids);
+        }
+        // What the image does not show of each layer is pinned in the layer's record; then
+        // the new records are published.
+        for (draft, record, diff_id, seen) in applied {
+            let pins = shadowed(root.as_raw_fd(), &seen);
+            match (draft, record) {
+                (Some(d), _) => {
+                    for k in &pins {
+                        super::layers::pin(d.dir(), linker.objects, k).map_err(Error)?;
+                    }
+                    d.publish(layers, linker.objects, &diff_id, variant, &pins).map_err(Error)?;
+                }
+                (None, Some(r)) => {
+                    for k in &pins {
+                        super::layers::pin(&r.dir, linker.objects, k).map_err(Error)?;
+                    }
+                }
+                (None, None) => {}
+            }
+        }
+        total.layout = LAYOUT_OBJECTS;
+        total.tree_bytes = tree_disk(root.as_raw_fd())?;
+        Ok((total, streamed))
+    })();
+    match result {
+        Ok(c) => match std::fs::rename(&tmp, dest) {
+            Ok(()) => Ok(c),
+            Err(_) if dest.is_dir() => {
+                let _ = remove_tree(&tmp);
+                Ok(c)
+            }
+            Err(e) => {
+                let _ = remove_tree(&tmp);
+                err(format!("rename into {}: {e}", dest.display()))
+            }
+        },
+        Err(e) => {
+            let _ = remove_tree(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// The objects of `seen` no longer at their path in the tree under `root`.
+fn shadowed(root: RawFd, seen: &[Seen]) -> Vec<Key> {
+    let mut out = Vec::new();
+    let mut cached: Option<(&[String], Option<OwnedFd>)> = None;
+    for s in seen {
+        if cached.as_ref().is_none_or(|(p, _)| *p != s.parent.as_slice()) {
+            cached = Some((&s.parent, open_beneath(root, &s.parent, "").ok()));
+        }
+        let parent = cached.as_ref().and_then(|(_, fd)| fd.as_ref());
+        let shown = parent.and_then(|p| lstat_at(p.as_raw_fd(), &s.name)).is_some_and(|st| st.st_ino == s.ino);
+        if !shown {
+            out.push(s.key);
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Disk bytes of everything in the tree under `dir` but its regular files (directories,
+/// symlinks, device nodes): what an image's tree holds of its own.
+fn tree_disk(dir: RawFd) -> Result<u64> {
+    // SAFETY: st is plain data the kernel fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    unsafe { libc::fstat(dir, &mut st) };
+    let mut total = st.st_blocks as u64 * 512;
+    for name in list_dir(dir)? {
+        let Some(st) = lstat_at(dir, &name) else { continue };
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFREG => {}
+            libc::S_IFDIR => {
+                // SAFETY: valid C string and dirfd; O_NOFOLLOW: never through a symlink.
+                let fd = unsafe {
+                    libc::openat(
+                        dir,
+                        cstr(&name).as_ptr(),
+                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    )
+                };
+                if fd >= 0 {
+                    // SAFETY: a new fd we own.
+                    let sub = unsafe { OwnedFd::from_raw_fd(fd) };
+                    total += tree_disk(sub.as_raw_fd())?;
+                }
+            }
+            _ => total += st.st_blocks as u64 * 512,
+        }
+    }
+    Ok(total)
+}
+
 /// A reader that hashes and counts what passes through it.
 struct Hashing<R> {
     inner: R,
@@ -194,8 +407,9 @@ impl Read for Chunks {
     }
 }
 
-/// What the producer thread saw: the kind of stream, its digest, the DiffID, the tar's bytes.
-type Produced = (&'static str, String, String, u64);
+/// What the producer thread saw: the kind of stream, its digest, the DiffID, the tar's bytes,
+/// the stream's bytes.
+type Produced = (&'static str, String, String, u64, u64);
 
 fn produce<R: Read>(
     reader: R,
@@ -255,32 +469,47 @@ fn produce<R: Read>(
     let bytes = tar_stream.count;
     drop(tar_stream);
     io::copy(&mut buffered, &mut io::sink()).map_err(|e| (kind, format!("read: {e}")))?;
+    let read = buffered.get_ref().count;
     let digest = hex_digest(std::mem::take(&mut buffered.get_mut().hash));
-    Ok((kind, digest, diff_id, bytes))
+    Ok((kind, digest, diff_id, bytes, read))
 }
 
 /// Applies one layer onto the directory `root`. `already` bytes were unpacked by earlier
 /// layers (counted against the cap).
 pub fn apply_layer<R: Read + Send>(layer: Layer<R>, root: RawFd, opts: &Options, already: u64) -> Result<Changes> {
+    apply_layer_to(layer, root, opts, already, &mut Files::Plain).map(|(c, _)| c)
+}
+
+/// What a layer's stream was: its digest as read (compressed) and its length.
+pub struct Streamed {
+    pub digest: String,
+    pub read: u64,
+}
+
+/// [`apply_layer`], regular files going where `files` says.
+fn apply_layer_to<R: Read + Send>(
+    layer: Layer<R>,
+    root: RawFd,
+    opts: &Options,
+    already: u64,
+    files: &mut Files,
+) -> Result<(Changes, Streamed)> {
     let limit = opts.max_unpacked.saturating_sub(already);
     let (tx, rx) = std::sync::mpsc::sync_channel(8);
     let reader = layer.reader;
     let (applied, produced) = std::thread::scope(|s| {
         let producer = s.spawn(move || produce(reader, limit, tx));
-        let mut chunks = Chunks { rx, cur: Vec::new(), pos: 0 };
-        let applied = {
-            let mut archive = tar::Archive::new(&mut chunks);
-            apply_entries(&mut archive, root, opts)
+        let chunks = Chunks { rx, cur: Vec::new(), pos: 0 };
+        let applied = match files {
+            Files::Record { rec, .. } => {
+                let tee = rec.reader(chunks);
+                apply_stream(tee, root, opts, files)
+            }
+            _ => apply_stream(chunks, root, opts, files),
         };
-        // Read to the end: trailing padding counts towards both digests.
-        let rest = if applied.is_ok() { io::copy(&mut chunks, &mut io::sink()).map(|_| ()) } else { Ok(()) };
-        drop(chunks);
-        (
-            applied.and_then(|c| rest.map(|_| c).map_err(|e| Error(format!("read: {e}")))),
-            producer.join().expect("the decompressing thread"),
-        )
+        (applied, producer.join().expect("the decompressing thread"))
     });
-    let (changes, (_, digest, diff_id, bytes)) = match (applied, produced) {
+    let (changes, (_, digest, diff_id, bytes, read)) = match (applied, produced) {
         (Ok(c), Ok(p)) => (c, p),
         (Ok(_), Err((kind, e))) => return err(format!("corrupt {kind} stream: {e}")),
         (Err(e), Ok((kind, ..))) | (Err(e), Err((kind, _))) => {
@@ -300,7 +529,18 @@ pub fn apply_layer<R: Read + Send>(layer: Layer<R>, root: RawFd, opts: &Options,
             return err(format!("DiffID mismatch: expected {want}, got {diff_id}"));
         }
     }
-    Ok(Changes { bytes, diff_ids: vec![diff_id], ..changes })
+    Ok((Changes { bytes, diff_ids: vec![diff_id], ..changes }, Streamed { digest, read }))
+}
+
+/// Applies the tar read from `reader`, then reads it to its end (trailing padding counts
+/// towards both digests, and a tar-split keeps it).
+fn apply_stream<R: Read>(reader: R, root: RawFd, opts: &Options, files: &mut Files) -> Result<Changes> {
+    let mut archive = tar::Archive::new(reader);
+    let applied = apply_entries(&mut archive, root, opts, files);
+    let mut reader = archive.into_inner();
+    let rest = if applied.is_ok() { io::copy(&mut reader, &mut io::sink()).map(|_| ()) } else { Ok(()) };
+    drop(reader);
+    applied.and_then(|c| rest.map(|_| c).map_err(|e| Error(format!("read: {e}"))))
 }
 
 /// A path inside the root, as components. Leading `/` and `./` are dropped; `..` is refused.
@@ -456,7 +696,97 @@ pub fn remove_tree(p: &Path) -> Result<()> {
     }
 }
 
-fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Options) -> Result<Changes> {
+/// Where an image's regular files go.
+pub(crate) enum Files<'m, 'o> {
+    /// Into the tree, as files of their own (archives being read; [`unpack_image`]).
+    Plain,
+    /// Into the object directory, hard-linked into the tree, the layer recorded as a tar-split.
+    Record { linker: &'m mut Linker<'o>, rec: Recorder, seen: &'m mut Vec<Seen> },
+    /// A layer already in the store: linked from the objects its tar-split names, read as a
+    /// skeleton (no content).
+    Replay { linker: &'m mut Linker<'o>, replay: Replay<'o>, seen: &'m mut Vec<Seen> },
+}
+
+/// A regular file an image got from a layer: where, and which object.
+pub(crate) struct Seen {
+    pub parent: Vec<String>,
+    pub name: String,
+    pub key: Key,
+    pub ino: u64,
+    pub blocks: u64,
+}
+
+/// Sets what a regular file's header says on the new file `fd` (an object to be), counting
+/// what is changed as the path-based code below does.
+#[allow(clippy::too_many_arguments)]
+fn file_metadata(
+    fd: RawFd,
+    display: &str,
+    (uid, gid): (u64, u64),
+    mode: u32,
+    mtime: i64,
+    pax: &[(String, Vec<u8>)],
+    opts: &Options,
+    changes: &mut Changes,
+    (my_uid, my_gid): (u64, u64),
+) -> Result<()> {
+    let strip = opts.rootless || opts.strip_privilege;
+    if opts.rootless {
+        if uid != 0 || gid != 0 {
+            changes.ownership_taken += 1;
+        }
+    } else if (uid, gid) != (my_uid, my_gid) {
+        // SAFETY: valid fd.
+        if unsafe { libc::fchown(fd, uid as u32, gid as u32) } != 0 {
+            return Err(last_os(&format!("chown {display}")));
+        }
+    }
+    // Xattrs before the mode (a read-only file's owner may not set user.* xattrs), after the
+    // owner (a chown drops file capabilities).
+    for (key, v) in pax {
+        let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
+        let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
+        if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+            changes.xattrs_skipped += 1;
+            continue;
+        }
+        let cn = cstr(xname);
+        // SAFETY: valid pointers.
+        if unsafe { libc::fsetxattr(fd, cn.as_ptr(), v.as_ptr() as *const libc::c_void, v.len(), 0) } != 0 {
+            changes.xattrs_skipped += 1;
+        }
+    }
+    // SAFETY: valid fd.
+    if unsafe { libc::fchmod(fd, mode as libc::mode_t) } != 0 {
+        return Err(last_os(&format!("chmod {display}")));
+    }
+    let ts = [libc::timespec { tv_sec: mtime, tv_nsec: 0 }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }];
+    // SAFETY: valid fd and pointer.
+    unsafe { libc::futimens(fd, ts.as_ptr()) };
+    Ok(())
+}
+
+/// Counts what [`file_metadata`] would change, for a file linked from a stored layer.
+fn count_file_metadata(uid: u64, gid: u64, pax: &[(String, Vec<u8>)], opts: &Options, changes: &mut Changes) {
+    let strip = opts.rootless || opts.strip_privilege;
+    if opts.rootless && (uid != 0 || gid != 0) {
+        changes.ownership_taken += 1;
+    }
+    for (key, _) in pax {
+        let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
+        let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
+        if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+            changes.xattrs_skipped += 1;
+        }
+    }
+}
+
+fn apply_entries<R: Read>(
+    archive: &mut tar::Archive<R>,
+    root: RawFd,
+    opts: &Options,
+    files: &mut Files,
+) -> Result<Changes> {
     let mut changes = Changes::default();
     // Paths this layer created: an opaque whiteout keeps them.
     let mut created: HashSet<Vec<String>> = HashSet::new();
@@ -557,6 +887,64 @@ fn apply_entries<R: Read>(archive: &mut tar::Archive<R>, root: RawFd, opts: &Opt
                     return Err(last_os(&format!("mkdir {display}")));
                 }
                 dir_times.push((comps.clone(), mtime));
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous if !matches!(files, Files::Plain) => {
+                if existing.is_some() {
+                    remove_at(p, name)?;
+                }
+                let pos = entry.raw_file_position();
+                let size = entry.size();
+                let (key, linked) = match files {
+                    Files::Record { linker, rec, .. } => {
+                        rec.begin_file(pos, size).map_err(|e| Error(format!("{display}: {e}")))?;
+                        let mut t = linker.objects.temp().map_err(|e| Error(format!("{display}: {e}")))?;
+                        let mut h = Sha256::new();
+                        loop {
+                            let n = entry.read(&mut buf).map_err(|e| Error(format!("read {display}: {e}")))?;
+                            if n == 0 {
+                                break;
+                            }
+                            h.update(&buf[..n]);
+                            t.write_all(&buf[..n]).map_err(|e| Error(format!("write {display}: {e}")))?;
+                        }
+                        file_metadata(
+                            t.fd(),
+                            &display,
+                            (uid, gid),
+                            mode,
+                            mtime,
+                            &pax,
+                            opts,
+                            &mut changes,
+                            (my_uid, my_gid),
+                        )?;
+                        let key = key_of(&h.finalize().into(), t.fd()).map_err(|e| Error(format!("{display}: {e}")))?;
+                        rec.file(size, &key).map_err(|e| Error(format!("{display}: {e}")))?;
+                        let l = linker.link(&key, Some(t), p, &c).map_err(|e| Error(format!("{display}: {e}")))?;
+                        (key, l)
+                    }
+                    Files::Replay { linker, replay, .. } => {
+                        let key = replay.file_at(pos, size).map_err(|e| Error(format!("{display}: {e}")))?;
+                        count_file_metadata(uid, gid, &pax, opts, &mut changes);
+                        let l = linker.link(&key, None, p, &c).map_err(|e| Error(format!("{display}: {e}")))?;
+                        (key, l)
+                    }
+                    Files::Plain => unreachable!("matched above"),
+                };
+                if let Files::Record { seen, .. } | Files::Replay { seen, .. } = files {
+                    seen.push(Seen {
+                        parent: parent_comps.to_vec(),
+                        name: name.clone(),
+                        key,
+                        ino: linked.ino,
+                        blocks: linked.blocks,
+                    });
+                }
+                created.insert(comps.clone());
+                if stripped {
+                    changes.setid_bits_stripped += 1;
+                }
+                continue;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if existing.is_some() {

@@ -258,11 +258,13 @@ pub fn bind_tree(path: &Path, readonly: bool, userns: Option<RawFd>, disk: Optio
     idmap(tree, sys::MOUNT_ATTR_RDONLY | sys::MOUNT_ATTR_NOSUID | sys::MOUNT_ATTR_NODEV, userns.unwrap_or(-1), what)
 }
 
-/// A detached copy of the tree at `path`, idmapped through `userns`: the rootfs.
+/// A detached copy of the tree at `path`, idmapped through `userns`, read-only: the rootfs,
+/// whose files are the store's objects (the overlay above it copies a file up before any
+/// change).
 pub fn idmapped_tree(path: &Path, userns: RawFd) -> Result<OwnedFd, Error> {
     let what = path.display().to_string();
     let tree = sys::open_tree(libc::AT_FDCWD, &sys::cpath(path), &what)?;
-    idmap(tree, 0, userns, what)
+    idmap(tree, sys::MOUNT_ATTR_RDONLY, userns, what)
 }
 
 fn idmap(tree: OwnedFd, attrs: u64, userns: RawFd, what: String) -> Result<OwnedFd, Error> {

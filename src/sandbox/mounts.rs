@@ -58,7 +58,9 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
         Some(t) => t,
         None => {
             let t = sys::open_tree(rootfs_dir.as_raw_fd(), c"", "the rootfs")?;
-            sys::mount_setattr(t.as_raw_fd(), 0, None, "the rootfs")?;
+            // Read-only: an image's files are shared with other images (hard links into the
+            // store's objects); only the overlay, which copies a file up first, writes.
+            sys::mount_setattr(t.as_raw_fd(), sys::MOUNT_ATTR_RDONLY, None, "the rootfs")?;
             t
         }
     };
@@ -210,8 +212,11 @@ fn overlay(scratch: RawFd, rootfs: &CStr) -> Result<()> {
     // Relative layer paths (the cwd is the scratch tmpfs) keep commas and colons of the
     // rootfs path out of the option string.
     nix::unistd::fchdir(scratch).map_err(|e| format!("chdir to the writable layer: {e}"))?;
-    let with = c"lowerdir=lower,upperdir=upper,workdir=work,userxattr";
-    let without = c"lowerdir=lower,upperdir=upper,workdir=work";
+    // index=off (the default, said in case a host turned it on): a copy-up never carries a
+    // lower file's other hard links with it. Two paths of an image may be names of one
+    // object; writing one must not change the other.
+    let with = c"lowerdir=lower,upperdir=upper,workdir=work,userxattr,index=off";
+    let without = c"lowerdir=lower,upperdir=upper,workdir=work,index=off";
     sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(with), "overlay")
         .or_else(|_| sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(without), "overlay"))
         .map_err(|e| {
