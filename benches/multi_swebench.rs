@@ -36,7 +36,7 @@ exec chroot "$R" /usr/bin/env -i "$@" /bin/bash -c 'cd /home && exec /bin/bash /
 /// One record: the image's rootfs, its environment, the two patches, its fail-to-pass tests.
 struct Job {
     id: String,
-    rootfs: PathBuf,
+    rootfs: Vec<PathBuf>,
     env: Vec<String>,
     test_patch: String,
     fix_patch: String,
@@ -199,7 +199,7 @@ fn main() {
             let digest = r["image_digest"].as_str().unwrap();
             Job {
                 id: id.to_string(),
-                rootfs: store.join("rootfs").join(digest.trim_start_matches("sha256:")),
+                rootfs: common::image_lowers(&store, &digest),
                 env: image_env(&store, digest),
                 test_patch: rec["test_patch"].as_str().unwrap().to_string(),
                 fix_patch: rec["fix_patch"].as_str().unwrap().to_string(),
@@ -209,7 +209,12 @@ fn main() {
         .collect();
     for j in &jobs {
         assert!(!j.f2p.is_empty(), "{}: no f2p_tests to check the chroot's run by", j.id);
-        assert!(j.rootfs.join("home/fix-run.sh").is_file(), "{}: no /home/fix-run.sh in {}", j.id, j.rootfs.display());
+        assert!(
+            j.rootfs.iter().any(|r| r.join("home/fix-run.sh").is_file()),
+            "{}: no /home/fix-run.sh in {:?}",
+            j.id,
+            j.rootfs
+        );
     }
     let _ = std::fs::remove_dir_all(&warm);
 

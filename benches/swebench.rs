@@ -29,7 +29,7 @@ exec chroot "$R" /usr/bin/env -i HOME=/root PATH=/usr/local/sbin:/usr/local/bin:
 "#;
 
 /// One record in a chroot: a fresh overlay over the image's rootfs, patch and script copied in.
-fn chroot_one(rootfs: &Path, scratch: &Path, patch: &str, script: &str) -> bool {
+fn chroot_one(rootfs: &[PathBuf], scratch: &Path, patch: &str, script: &str) -> bool {
     let (opts, merged) = common::overlay(rootfs, scratch);
     // Everything inside a private mount and pid namespace and an empty network namespace: the
     // mounts go with it.
@@ -82,12 +82,11 @@ fn main() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let rootfs_of = |id: &str| -> PathBuf {
+    let rootfs_of = |id: &str| -> Vec<PathBuf> {
         let r = results.iter().find(|r| r["instance_id"] == id).unwrap();
-        let d = r["image_digest"].as_str().unwrap().trim_start_matches("sha256:");
-        Path::new(&store).join("rootfs").join(d)
+        common::image_lowers(Path::new(&store), r["image_digest"].as_str().unwrap())
     };
-    let jobs: Vec<(PathBuf, String, String)> = records
+    let jobs: Vec<(Vec<PathBuf>, String, String)> = records
         .iter()
         .map(|r| {
             (

@@ -607,8 +607,14 @@ fn the_store_hands_no_privilege_to_other_users() {
         let o = import_as(Mode::Root, &store, &tar, if shared { &["--shared"] } else { &[] });
         assert_eq!(code(&o), 0, "shared {shared}: {}", stderr(&o));
         let root_mode = std::fs::metadata(&store).unwrap().mode() & 0o777;
-        let rootfs =
-            std::fs::read_dir(store.join("rootfs")).unwrap().flatten().map(|e| e.path()).find(|p| p.is_dir()).unwrap();
+        // The image's tree: a one-layer image's is its chain's (chains/), an older layout's
+        // its own (rootfs/).
+        let rootfs = ["chains", "rootfs"]
+            .iter()
+            .filter_map(|d| std::fs::read_dir(store.join(d)).ok())
+            .flat_map(|r| r.flatten().map(|e| e.path()))
+            .find(|p| p.is_dir() && !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .unwrap();
         let as_user = |cmd: &str| {
             std::process::Command::new("setpriv")
                 .args([

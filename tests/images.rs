@@ -274,7 +274,10 @@ fn eight_concurrent_imports_of_one_image_make_one_copy() {
         assert_eq!(index["manifests"].as_array().unwrap().len(), 1, "{m:?}: {index}");
         let rootfs: Vec<_> =
             std::fs::read_dir(store.join("rootfs")).unwrap().flatten().filter(|e| e.path().is_dir()).collect();
-        assert_eq!(rootfs.len(), 1, "{m:?}: one unpacked copy");
+        assert_eq!(rootfs.len(), 1, "{m:?}: one image directory");
+        let chains: Vec<_> =
+            std::fs::read_dir(store.join("chains")).unwrap().flatten().filter(|e| e.path().is_dir()).collect();
+        assert_eq!(chains.len(), 1, "{m:?}: one unpacked copy");
         assert_eq!(std::fs::read_dir(store.join("tmp")).unwrap().count(), 0, "{m:?}: temporary files left");
         let o = store_cmd(m, &store).args(["run", "same:1", "--", "true"]).output().unwrap();
         ok(&o, "run");

@@ -214,8 +214,10 @@ pub fn main(a: ImagesArgs) -> i32 {
             })
         })
         .collect();
-    let template =
-        a.format.as_deref().unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}\t{{.UniqueSize}}");
+    let template = a
+        .format
+        .as_deref()
+        .unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}\t{{.UniqueSize}}");
     let t = match Template::parse(template) {
         Ok(t) => t,
         Err(e) => return super::error(e),

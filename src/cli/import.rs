@@ -36,9 +36,16 @@ pub fn main(a: ImportArgs) -> i32 {
             let c = &i.changes;
             out!("{} {}", i.reference, i.manifest);
             if c.device_nodes_skipped + c.setid_bits_stripped + c.ownership_taken + c.xattrs_skipped > 0 {
-                let why = if store.shared { "for a shared store" } else { "rootless" };
+                // SAFETY: geteuid cannot fail.
+                let why = if store.shared {
+                    "for a shared store"
+                } else if unsafe { libc::geteuid() } != 0 {
+                    "rootless"
+                } else {
+                    "as root"
+                };
                 eprintln!(
-                    "polysandbox: note: unpacked {why}: {} device nodes skipped, {} setuid/setgid bits stripped, {} privileged xattrs skipped, {} files owned by you instead of their owner",
+                    "polysandbox: note: unpacked {why}: {} device nodes skipped, {} setuid/setgid bits stripped, {} xattrs skipped (privileged, or overlayfs's own), {} files owned by you instead of their owner",
                     c.device_nodes_skipped, c.setid_bits_stripped, c.xattrs_skipped, c.ownership_taken
                 );
             }

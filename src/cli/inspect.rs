@@ -39,6 +39,10 @@ fn inspect(store: &Store, name: &str) -> Result<serde_json::Value, String> {
             .unwrap_or(serde_json::Value::Null);
     let c = &img.config;
     let rootfs = store.rootfs_path(&img.manifest);
+    // The trees a sandbox stacks, the top first (podman's overlay driver says LowerDir).
+    let (base, over) = store.lowers(&img.manifest, &rootfs).unwrap_or((rootfs.clone(), Vec::new()));
+    let stack: Vec<&std::path::Path> = over.iter().map(|p| p.as_path()).chain([base.as_path()]).collect();
+    let lower = stack.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":");
     let list = json_of(&img, None);
     Ok(serde_json::json!({
         "Id": list["Id"],
@@ -56,7 +60,7 @@ fn inspect(store: &Store, name: &str) -> Result<serde_json::Value, String> {
         "Variant": c["variant"],
         "Size": img.size,
         "VirtualSize": img.size,
-        "GraphDriver": {"Name": "polysandbox", "Data": {"UpperDir": rootfs}},
+        "GraphDriver": {"Name": "polysandbox", "Data": {"LowerDir": lower}},
         "RootFS": {"Type": "layers", "Layers": c["rootfs"]["diff_ids"]},
         "Labels": c["config"]["Labels"],
         "Annotations": manifest["annotations"],

@@ -470,11 +470,11 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
     // --rootfs DIR CMD..., or IMAGE [CMD...] with the image's entrypoint, command, env,
     // working directory and user, each overridable.
     let mut lock = None;
-    let (rootfs, argv, image_env, image_wd, image_user) = match rootfs {
+    let (rootfs, layers, argv, image_env, image_wd, image_user) = match rootfs {
         Some(r) => {
             let mut argv = entrypoint.clone().unwrap_or_default();
             argv.extend(a.args.iter().cloned());
-            (r, argv, Vec::new(), None, None)
+            (r, Vec::new(), argv, Vec::new(), None, None)
         }
         None => {
             let image = a.args.first().ok_or_else(|| {
@@ -516,7 +516,7 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
                 let p = a.platform.as_ref().map(platform_name).unwrap_or_default();
                 return Err(image_error(format!("image {image} is in the store, but not for {p} (--pull never)")));
             }
-            let (_digest, config, dir) = match (&shared, in_own) {
+            let (digest, config, dir) = match (&shared, in_own) {
                 // A shared store is never written, not even a lock: its rootfs is not ours to remove.
                 (Some(s), false) => crate::image::import::resolve(s, image).map_err(image_error)?,
                 _ => {
@@ -550,14 +550,25 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
                     "image {image} has no entrypoint or command: give one after the image"
                 )));
             }
+            // The trees the sandbox stacks: the image's chain, its last layer's tree over it.
+            let in_store = match (&shared, in_own) {
+                (Some(s), false) => s,
+                _ => &store,
+            };
+            let (base, over) = in_store.lowers(&digest, &dir).map_err(image_error)?;
             let user = match rc.user.as_deref().filter(|u| !u.is_empty()) {
-                Some(u) => Some(image_user(&dir, u).map_err(image_error)?),
+                Some(u) => {
+                    let trees: Vec<&std::path::Path> =
+                        over.iter().map(|p| p.as_path()).chain([base.as_path()]).collect();
+                    Some(image_user(&trees, u).map_err(image_error)?)
+                }
                 None => None,
             };
-            (dir, argv, rc.env.unwrap_or_default(), rc.working_dir.filter(|w| !w.is_empty()), user)
+            (base, over, argv, rc.env.unwrap_or_default(), rc.working_dir.filter(|w| !w.is_empty()), user)
         }
     };
     let mut spec = Spec::new(rootfs, argv);
+    spec.layers = layers;
     spec.workdir = a.workdir.clone().or(image_wd).unwrap_or_else(|| "/".into());
     if let Some(u) = image_user {
         spec.user = u;
@@ -801,12 +812,24 @@ fn parse_tmpfs(t: &str) -> Result<Tmpfs, String> {
 }
 
 /// The image's `User`: `uid[:gid]`, or a name looked up in the image's /etc/passwd.
-fn image_user(rootfs: &std::path::Path, u: &str) -> Result<(u32, u32), String> {
+/// The ids of the image's user `u`, its names looked up in the image's /etc/passwd (in the
+/// first of `trees`, top first, that has the file).
+fn image_user(trees: &[&std::path::Path], u: &str) -> Result<(u32, u32), String> {
     if let Ok(ids) = parse_user(u) {
         return Ok(ids);
     }
     let (name, group) = u.split_once(':').unwrap_or((u, ""));
-    let passwd = read_in_root(rootfs, "/etc/passwd").unwrap_or_default();
+    // Top first; a layer that deletes the file (or hides /etc) hides it in the trees below.
+    let mut passwd = String::new();
+    for t in trees {
+        if let Some(p) = read_in_root(t, "/etc/passwd") {
+            passwd = p;
+            break;
+        }
+        if crate::image::unpack::hidden_below(t, "/etc/passwd") {
+            break;
+        }
+    }
     let (uid, gid) = passwd
         .lines()
         .find_map(|l| {
@@ -900,13 +923,13 @@ mod tests {
             plant(&root);
             let got = read_in_root(&root, "/etc/passwd").unwrap_or_default();
             assert!(!got.contains("alice"), "{name}: read a host file through the image: {got}");
-            assert!(image_user(&root, "alice").is_err(), "{name}");
+            assert!(image_user(&[root.as_path()], "alice").is_err(), "{name}");
         }
         // The image's own file is read.
         let root = base.join("root-plain");
         std::fs::create_dir_all(root.join("etc")).unwrap();
         std::fs::write(root.join("etc/passwd"), "bob:x:7:8::/:/bin/sh\n").unwrap();
-        assert_eq!(image_user(&root, "bob").unwrap(), (7, 8));
+        assert_eq!(image_user(&[root.as_path()], "bob").unwrap(), (7, 8));
         let _ = std::fs::remove_dir_all(&base);
     }
 }

@@ -8,9 +8,9 @@
 //! trip.
 
 use crate::image::oci::{Descriptor, ImageConfig, Index, Manifest, DOCKER_MANIFEST, MEDIA_INDEX, MEDIA_LAYER};
-use sha2::Digest;
 use crate::image::store::{Store, REF_ANNOTATION};
 use clap::Args;
+use sha2::Digest;
 
 /// An uncompressed layer in a Docker schema 2 manifest.
 const DOCKER_LAYER: &str = "application/vnd.docker.image.rootfs.diff.tar";
@@ -66,7 +66,8 @@ fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out
             layers.push(l.clone());
             continue;
         }
-        let diff_id = config.rootfs.diff_ids.get(i).ok_or_else(|| format!("image config: no DiffID for layer {}", i + 1))?;
+        let diff_id =
+            config.rootfs.diff_ids.get(i).ok_or_else(|| format!("image config: no DiffID for layer {}", i + 1))?;
         let r = records
             .find_any(diff_id)
             .ok_or_else(|| format!("layer {}: neither its blob nor its record is in the store", l.digest))?;

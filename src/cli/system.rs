@@ -65,13 +65,8 @@ fn df(a: DfArgs) -> i32 {
         let active: Vec<bool> = images.iter().map(|i| store.rootfs_in_use(&i.manifest)).collect();
         let unshared: u64 = usage.iter().map(|u| u.disk).sum();
         let saved = unshared.saturating_sub(totals.total);
-        let reclaimable: u64 = usage
-            .iter()
-            .zip(&active)
-            .filter(|(_, a)| !**a)
-            .map(|(u, _)| u.unique)
-            .sum::<u64>()
-            + totals.garbage_bytes;
+        let reclaimable: u64 =
+            usage.iter().zip(&active).filter(|(_, a)| !**a).map(|(u, _)| u.unique).sum::<u64>() + totals.garbage_bytes;
         if a.format.as_deref() == Some("json") {
             let per: Vec<serde_json::Value> = images
                 .iter()
@@ -126,19 +121,11 @@ fn df(a: DfArgs) -> i32 {
         out!("");
         out!("Images space usage:");
         out!("");
-        let mut rows: Vec<Vec<String>> = vec![[
-            "REPOSITORY",
-            "TAG",
-            "IMAGE ID",
-            "CREATED",
-            "SIZE",
-            "SHARED SIZE",
-            "UNIQUE SIZE",
-            "ACTIVE",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect()];
+        let mut rows: Vec<Vec<String>> =
+            vec![["REPOSITORY", "TAG", "IMAGE ID", "CREATED", "SIZE", "SHARED SIZE", "UNIQUE SIZE", "ACTIVE"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect()];
         for ((i, u), act) in images.iter().zip(&usage).zip(&active) {
             let names = if i.names.is_empty() { vec!["<none>:<none>".to_string()] } else { i.names.clone() };
             for n in names {
@@ -179,7 +166,7 @@ fn df(a: DfArgs) -> i32 {
                 "trees".into(),
                 totals.trees.to_string(),
                 decimal_bytes(totals.trees_bytes),
-                "each image's directories and symlinks".into(),
+                "directories and symlinks: each image's last layer, each chain of lower layers once".into(),
             ],
             vec![
                 "blobs".into(),

@@ -8,8 +8,8 @@
 //! are copied into the store verified against their digests, the rootfs is unpacked with
 //! each layer checked against its DiffID, and only then is the image named in the index.
 
-use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConfig};
 use super::objects::Linker;
+use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConfig};
 use super::store::{Gc, Store, REF_ANNOTATION};
 use super::unpack::{self, Changes, Layer, Options, Source};
 use crate::reference::Reference;
@@ -322,7 +322,8 @@ fn import_docker(store: &Store, gc: &Gc, dir: &Path, tag: Option<String>, opts: 
         let digest = match diff_id {
             Some(d) if media == oci::MEDIA_LAYER => d.clone(),
             _ => {
-                let d = sha256_of_reader(&mut (&mut f).take(opts.max_unpacked)).map_err(|e| format!("{}: {e}", dir.join(l).display()))?;
+                let d = sha256_of_reader(&mut (&mut f).take(opts.max_unpacked))
+                    .map_err(|e| format!("{}: {e}", dir.join(l).display()))?;
                 f = m.file(l, opts.max_unpacked)?;
                 d
             }
@@ -374,7 +375,7 @@ fn import_rootfs(store: &Store, gc: &Gc, src: &Path, tag: Option<String>, opts: 
     let mut linker = Linker::new(&objects);
     let layer = Layer { reader: BufReader::new(f), digest: None, diff_id: None };
     let (changes, streamed) =
-        match unpack::unpack_to_store(vec![Source::Stream(layer)], &tmp, opts, &recs, &mut linker) {
+        match unpack::unpack_to_store(vec![Source::Stream(layer)], &tmp, opts, &recs, &mut linker, None) {
             Ok(r) => r,
             Err(e) => {
                 store.forget_objects(gc, &objects, &linker.created);
@@ -415,15 +416,29 @@ fn import_rootfs(store: &Store, gc: &Gc, src: &Path, tag: Option<String>, opts: 
     };
     let mdata = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
     let (mdigest, msize) = store.put_blob(&mdata[..], None)?;
-    let dest = store.rootfs_path(&mdigest);
-    if let Err(e) = fs::rename(&tmp, &dest) {
+    // One layer: its tree is the image's chain (see `build`); the image's own directory is
+    // empty.
+    let chain = super::store::chain_name(&changes.diff_ids, super::layers::variant(opts));
+    let chain_dir = store.chain_path(&chain);
+    store.make_chains_dir()?;
+    if let Err(e) = fs::rename(&tmp, &chain_dir) {
         let _ = super::unpack::remove_tree(&tmp);
-        // Another import of the same image got there first.
+        // Another import of the same layer got there first.
+        if !chain_dir.is_dir() {
+            return Err(format!("store chain: {e}"));
+        }
+    }
+    write_chain_meta(store, &chain, changes.tree_bytes);
+    // Which chain it stands on is written before its directory exists: a sandbox that finds the
+    // directory finds the chain.
+    let changes = Changes { chain: Some(chain), tree_bytes: 0, ..changes };
+    record_changes(store, &mdigest, &changes)?;
+    let dest = store.rootfs_path(&mdigest);
+    if let Err(e) = fs::create_dir(&dest) {
         if !dest.is_dir() {
             return Err(format!("store rootfs: {e}"));
         }
     }
-    record_changes(store, &mdigest, &changes)?;
     store.tag(
         &name,
         Descriptor {
@@ -465,8 +480,19 @@ pub(crate) fn finish(
     let dest = store.rootfs_path(mdigest);
     let mut changes = Changes::default();
     if !dest.exists() {
-        changes = build(store, gc, &manifest.layers, &config.rootfs.diff_ids, inputs, &dest, opts)?;
+        // Built under a temporary name, its record written, then renamed into place: a
+        // sandbox (or a concurrent import of the same image) that finds the directory finds
+        // which chain it stands on.
+        let tmp = store.root.join("tmp").join(format!("top-{}-{}", std::process::id(), now_ns()));
+        changes = build(store, gc, &manifest.layers, &config.rootfs.diff_ids, inputs, &tmp, opts)?;
         record_changes(store, mdigest, &changes)?;
+        if let Err(e) = fs::rename(&tmp, &dest) {
+            let _ = super::unpack::remove_tree(&tmp);
+            // Another import of the same image got there first.
+            if !dest.is_dir() {
+                return Err(format!("store rootfs: {e}"));
+            }
+        }
     }
     let size = store.read_blob(mdigest)?.len() as u64;
     store.tag(
@@ -477,10 +503,14 @@ pub(crate) fn finish(
     Ok(Imported { reference: name.into(), manifest: mdigest.into(), changes })
 }
 
-/// Builds the tree of an image with `layers` (and their `diff_ids`) at `dest`, its files in
-/// the object directory: each layer from its record when the store has one, else from
-/// `inputs[i]` or its blob (recorded then), else recreated from a record made with other
-/// options. `opts` are the store's ([`Store::unpack_options`]).
+/// Builds an image with `layers` (and their `diff_ids`) in the store's layout: the tree of
+/// all its layers but the last (its *chain*, `chains/<ChainID>-<variant>`, shared by every
+/// image with those layers: made here unless the store has it), and at `dest` the tree of its
+/// last layer alone, as overlayfs's layer over the chain (whiteouts kept). A one-layer image's
+/// chain is its whole tree and `dest` is empty. Regular files are the object directory's.
+/// Each layer is applied from its record when the store has one, else from `inputs[i]` or its
+/// blob (recorded then), else recreated from a record made with other options. `opts` are the
+/// store's ([`Store::unpack_options`]).
 pub(crate) fn build(
     store: &Store,
     gc: &Gc,
@@ -493,51 +523,112 @@ pub(crate) fn build(
     let objects = store.objects()?;
     let recs = store.layers()?;
     let variant = super::layers::variant(opts);
-    let mut sources: Vec<Source<Box<dyn Read + Send>>> = Vec::new();
     let mut recreated = Vec::new();
-    for (i, (l, diff_id)) in layers.iter().zip(diff_ids).enumerate() {
+    let mut source_of = |i: usize| -> Result<Source<Box<dyn Read + Send>>, String> {
+        let (l, diff_id) = (&layers[i], &diff_ids[i]);
         if let Some(r) = recs.find(diff_id, variant) {
-            sources.push(Source::Stored(r));
-            continue;
+            return Ok(Source::Stored(r));
         }
-        let (reader, digest): (Box<dyn Read + Send>, Option<String>) =
-            match inputs.get_mut(i).and_then(Option::take) {
-                Some(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
-                None => match File::open(store.blob_path(&l.digest)?) {
-                    Ok(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
-                    // Recorded meanwhile by another import (which then dropped the blob).
-                    Err(_) if recs.find(diff_id, variant).is_some() => {
-                        sources.push(Source::Stored(recs.find(diff_id, variant).expect("just found")));
-                        continue;
+        let (reader, digest): (Box<dyn Read + Send>, Option<String>) = match inputs.get_mut(i).and_then(Option::take) {
+            Some(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
+            None => match File::open(store.blob_path(&l.digest)?) {
+                Ok(f) => (Box::new(BufReader::new(f)), Some(l.digest.clone())),
+                // Recorded meanwhile by another import (which then dropped the blob).
+                Err(_) if recs.find(diff_id, variant).is_some() => {
+                    return Ok(Source::Stored(recs.find(diff_id, variant).expect("just found")));
+                }
+                Err(e) => match recs.find_any(diff_id) {
+                    // Recorded with other options (another way of unpacking): recreated
+                    // from its record, checked against the DiffID, and unpacked anew.
+                    Some(r) => {
+                        let t = recreate(store, &objects, &r)?;
+                        let f = t.reopen()?;
+                        recreated.push(t);
+                        (Box::new(BufReader::new(f)), None)
                     }
-                    Err(e) => match recs.find_any(diff_id) {
-                        // Recorded with other options (another way of unpacking): recreated
-                        // from its record, checked against the DiffID, and unpacked anew.
-                        Some(r) => {
-                            let t = recreate(store, &objects, &r)?;
-                            let f = t.reopen()?;
-                            recreated.push(t);
-                            (Box::new(BufReader::new(f)), None)
-                        }
-                        None => {
-                            return Err(format!(
-                                "layer {}: neither its blob nor a record of it is in the store ({e}): pull or import the image again",
-                                l.digest
-                            ))
-                        }
-                    },
+                    None => {
+                        return Err(format!(
+                            "layer {}: neither its blob nor a record of it is in the store ({e}): pull or import the image again",
+                            l.digest
+                        ))
+                    }
                 },
-            };
-        sources.push(Source::Stream(Layer { reader, digest, diff_id: Some(diff_id.clone()) }));
-    }
-    let mut linker = Linker::new(&objects);
-    match unpack::unpack_to_store(sources, dest, opts, &recs, &mut linker) {
-        Ok((c, _)) => Ok(c),
-        Err(e) => {
-            store.forget_objects(gc, &objects, &linker.created);
-            Err(e.to_string())
+            },
+        };
+        Ok(Source::Stream(Layer { reader, digest, diff_id: Some(diff_id.clone()) }))
+    };
+    let n = layers.len().min(diff_ids.len());
+    let k = if n >= 2 { n - 1 } else { n };
+    let chain = super::store::chain_name(&diff_ids[..k], variant);
+    let chain_dir = store.chain_path(&chain);
+    store.make_chains_dir()?;
+    if !chain_dir.is_dir() {
+        let mut sources = Vec::with_capacity(k);
+        for i in 0..k {
+            sources.push(source_of(i)?);
+        }
+        let mut linker = Linker::new(&objects);
+        match unpack::unpack_to_store(sources, &chain_dir, opts, &recs, &mut linker, None) {
+            Ok((c, _)) => write_chain_meta(store, &chain, c.tree_bytes),
+            // Made meanwhile by another import of an image with these layers.
+            Err(_) if chain_dir.is_dir() => store.forget_objects(gc, &objects, &linker.created),
+            Err(e) => {
+                store.forget_objects(gc, &objects, &linker.created);
+                return Err(e.to_string());
+            }
         }
     }
+    // What unpacking changed, layer by layer, from the layers' records.
+    let mut total = Changes::default();
+    for d in &diff_ids[..k] {
+        let r = recs.find(d, variant).ok_or_else(|| format!("layer {d}: its record is missing from the store"))?;
+        add_changes(&mut total, &r.meta.changes, r.meta.size);
+    }
+    total.diff_ids = diff_ids[..n].to_vec();
+    total.layout = unpack::LAYOUT_OBJECTS;
+    if n >= 2 {
+        let source = source_of(n - 1)?;
+        let mut linker = Linker::new(&objects);
+        // Two paths of the image are one inode only where the image links them: the top's
+        // files take members the chain's files do not.
+        for d in &diff_ids[..k] {
+            if let Some(r) = recs.find(d, variant) {
+                for e in r.objects() {
+                    linker.reserve(&e.key, e.count);
+                }
+            }
+        }
+        match unpack::unpack_to_store(vec![source], dest, opts, &recs, &mut linker, Some(&chain_dir)) {
+            Ok((c, _)) => {
+                add_changes(&mut total, &c, c.bytes);
+                total.tree_bytes = c.tree_bytes;
+            }
+            Err(e) => {
+                store.forget_objects(gc, &objects, &linker.created);
+                return Err(e.to_string());
+            }
+        }
+    } else if let Err(e) = fs::create_dir(dest) {
+        return Err(format!("{}: {e}", dest.display()));
+    }
+    total.chain = Some(chain);
+    Ok(total)
+}
+
+fn add_changes(total: &mut Changes, c: &Changes, bytes: u64) {
+    total.device_nodes_skipped += c.device_nodes_skipped;
+    total.setid_bits_stripped += c.setid_bits_stripped;
+    total.ownership_taken += c.ownership_taken;
+    total.xattrs_skipped += c.xattrs_skipped;
+    total.entries += c.entries;
+    total.bytes += bytes;
+}
+
+/// The disk a chain's tree takes besides its files, for `system df` (`chains/<name>.json`).
+fn write_chain_meta(store: &Store, chain: &str, tree_bytes: u64) {
+    let p = store.chain_path(chain).with_extension("json");
+    let _ = store
+        .write_atomic(&p, &serde_json::to_vec(&serde_json::json!({ "tree_bytes": tree_bytes })).unwrap_or_default());
 }
 
 /// A recorded layer's tar, recreated into a temporary file of the store (removed on drop).

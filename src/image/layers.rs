@@ -218,7 +218,14 @@ impl Draft {
 
     /// Renames the draft into place as the record of `diff_id` for `variant`. When another
     /// process published one first, that one stays (it is the same) and `pins` go into it.
-    pub fn publish(mut self, layers: &Layers, objects: &Objects, diff_id: &str, variant: &str, pins: &[Key]) -> Result<PathBuf, String> {
+    pub fn publish(
+        mut self,
+        layers: &Layers,
+        objects: &Objects,
+        diff_id: &str,
+        variant: &str,
+        pins: &[Key],
+    ) -> Result<PathBuf, String> {
         let dest = layers.dir(diff_id, variant);
         let dir = self.dir.take().expect("a draft not yet published");
         match std::fs::rename(&dir, &dest) {

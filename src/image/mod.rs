@@ -11,5 +11,5 @@ pub mod pull;
 pub mod registry;
 pub mod store;
 pub mod tarsplit;
-pub mod usage;
 pub mod unpack;
+pub mod usage;

@@ -33,6 +33,10 @@ use std::path::{Path, PathBuf};
 
 pub type Key = [u8; 32];
 
+/// A member with more links than this takes no new tree (ext4 allows 65000): what is left is
+/// for the hard links of the images that have it.
+const NEAR_FULL: u64 = 60_000;
+
 pub fn hex(k: &Key) -> String {
     let mut s = String::with_capacity(64);
     for b in k {
@@ -164,7 +168,8 @@ impl Objects {
                 Err(e) => return Err(format!("{}: {e}", path.display())),
             }
         }
-        let dir = crate::sys::open(&crate::sys::cpath(&path), libc::O_PATH | libc::O_DIRECTORY, "the object directory")?;
+        let dir =
+            crate::sys::open(&crate::sys::cpath(&path), libc::O_PATH | libc::O_DIRECTORY, "the object directory")?;
         Ok(Objects { path, dir, tmp: store_root.join("tmp") })
     }
 
@@ -175,7 +180,8 @@ impl Objects {
     /// A new, empty, unnamed file in the object directory's filesystem.
     pub fn temp(&self) -> Result<Temp, String> {
         // SAFETY: valid C string and dirfd; O_TMPFILE makes an inode without a name.
-        let fd = unsafe { libc::openat(self.fd(), c".".as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
+        let fd =
+            unsafe { libc::openat(self.fd(), c".".as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
         if fd >= 0 {
             // SAFETY: a new fd we own.
             return Ok(Temp { file: unsafe { std::fs::File::from_raw_fd(fd) }, named: None });
@@ -203,7 +209,10 @@ impl Objects {
                 Err(e) => return Err(format!("object {}: {e}", hex(key))),
             }
         }
-        Err(format!("object {} is missing from the store: remove the images that use it and import them again", hex(key)))
+        Err(format!(
+            "object {} is missing from the store: remove the images that use it and import them again",
+            hex(key)
+        ))
     }
 
     /// lstat of a member, or None.
@@ -345,19 +354,30 @@ pub struct Linker<'a> {
     used: HashMap<Key, Vec<u32>>,
     /// Members this process named (for the clean-up of a failed import).
     pub created: Vec<(Key, u32)>,
+    /// Per key, the members below this number are another tree's (see [`Linker::reserve`]).
+    floor: HashMap<Key, u32>,
 }
 
 impl<'a> Linker<'a> {
     pub fn new(objects: &'a Objects) -> Linker<'a> {
-        Linker { objects, used: HashMap::new(), created: Vec::new() }
+        Linker { objects, used: HashMap::new(), created: Vec::new(), floor: HashMap::new() }
+    }
+
+    /// Members 0..`count` of `key` are another tree's that the image shows too (its chain's):
+    /// this tree's paths take other members.
+    pub fn reserve(&mut self, key: &Key, count: u32) {
+        let f = self.floor.entry(*key).or_default();
+        *f = (*f).max(count);
     }
 
     /// Names an object of `key` as `name` in the directory `parent` (where nothing has that
     /// name). `temp`, if given, is the object's content and metadata, used when a new member
     /// is needed; without it a new member is copied from an existing one.
     pub fn link(&mut self, key: &Key, temp: Option<Temp>, parent: RawFd, name: &CStr) -> Result<Linked, String> {
+        let floor = self.floor.get(key).copied().unwrap_or(0);
         let used = self.used.entry(*key).or_default();
-        let (n, linked) = self.objects.link_member(key, temp, parent, name, |n| used.contains(&n), &mut self.created)?;
+        let (n, linked) =
+            self.objects.link_member(key, temp, parent, name, |n| n < floor || used.contains(&n), &mut self.created)?;
         used.push(n);
         linked.ok_or_else(|| format!("link object {}: the name is taken", hex(key)))
     }
@@ -399,6 +419,17 @@ impl Objects {
                 // SAFETY: valid pointers.
                 if unsafe { libc::fstatat(parent, name.as_ptr(), &mut st, libc::AT_SYMLINK_NOFOLLOW) } != 0 {
                     return Err(os_err("stat a linked object"));
+                }
+                // A member near its filesystem's link limit is left to the images that have it:
+                // this image's own hard links to the file need room (an image that filled a
+                // member to one link short of the limit made the next image's hard link fail,
+                // a red team's).
+                if st.st_nlink as u64 > NEAR_FULL {
+                    // SAFETY: valid C string and dirfd; the name we just made.
+                    unsafe { libc::unlinkat(parent, name.as_ptr(), 0) };
+                    n += 1;
+                    tries = 0;
+                    continue;
                 }
                 return Ok((n, Some(Linked { ino: st.st_ino, blocks: st.st_blocks as u64 * 512 })));
             }

@@ -267,6 +267,57 @@ impl Store {
         self.root.join("rootfs").join(manifest_digest.trim_start_matches("sha256:"))
     }
 
+    /// The tree of a chain of layers (see [`chain_name`]): `chains/<name>`.
+    pub fn chain_path(&self, name: &str) -> PathBuf {
+        self.root.join("chains").join(name)
+    }
+
+    pub fn make_chains_dir(&self) -> Result<(), String> {
+        let p = self.root.join("chains");
+        match fs::create_dir(&p) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(format!("{}: {e}", p.display())),
+        }
+    }
+
+    /// What a sandbox of the image `manifest_digest` (whose directory is `dir`) mounts: the
+    /// tree under everything, and the trees over it, top first. An image of the store's layout
+    /// is its chain's tree with its last layer's tree over it (none for a one-layer image); an
+    /// image an older version unpacked is one tree.
+    pub fn lowers(&self, manifest_digest: &str, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>), String> {
+        let Some(c) = self.changes_of(manifest_digest) else { return Ok((dir.to_path_buf(), Vec::new())) };
+        match c.chain {
+            Some(chain) if c.layout == super::unpack::LAYOUT_OBJECTS => {
+                let base = self.chain_path(&chain);
+                if !base.is_dir() {
+                    return Err(format!(
+                        "the tree of {manifest_digest}'s lower layers is missing from the store: remove the image and import or pull it again"
+                    ));
+                }
+                let over = if c.diff_ids.len() >= 2 { vec![dir.to_path_buf()] } else { Vec::new() };
+                Ok((base, over))
+            }
+            _ => Ok((dir.to_path_buf(), Vec::new())),
+        }
+    }
+
+    /// The chains the images whose directories exist (named, or held by a sandbox) stand on.
+    fn live_chains(&self) -> std::collections::HashSet<String> {
+        let mut out = std::collections::HashSet::new();
+        let Ok(rd) = fs::read_dir(self.root.join("rootfs")) else { return out };
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.contains('.') || !e.path().is_dir() {
+                continue;
+            }
+            if let Some(chain) = self.changes_of(&format!("sha256:{name}")).and_then(|c| c.chain) {
+                out.insert(chain);
+            }
+        }
+        out
+    }
+
     /// Writes `data` to `path` through a temporary file and a rename.
     pub fn write_atomic(&self, path: &Path, data: &[u8]) -> Result<(), String> {
         let tmp = self.root.join("tmp").join(format!("write-{}-{}", std::process::id(), unique()));
@@ -501,6 +552,7 @@ impl Store {
             }
         }
         let c = self.collect(&live, None)?;
+        p.chains = c.chains;
         p.layers = c.layers;
         p.objects = c.objects;
         p.bytes += c.bytes;
@@ -520,6 +572,35 @@ impl Store {
     /// store, or (`only`) those of these layers. Under the exclusive collection lock.
     fn collect(&self, live: &Live, only: Option<&[String]>) -> Result<Collected, String> {
         let mut c = Collected::default();
+        // Chains no image's directory names: their trees go first, so that their files'
+        // objects are left with no link.
+        let chains = self.live_chains();
+        if let Ok(rd) = fs::read_dir(self.root.join("chains")) {
+            for e in rd.flatten() {
+                let name = e.file_name().to_string_lossy().into_owned();
+                let base = name.strip_suffix(".json").unwrap_or(&name).to_string();
+                if chains.contains(&base) {
+                    continue;
+                }
+                if name.ends_with(".json") {
+                    if !self.chain_path(&base).exists() {
+                        let _ = fs::remove_file(e.path());
+                    }
+                    continue;
+                }
+                if name.starts_with('.') {
+                    // A chain being made is under the collection lock's shared side: none is
+                    // now; this one's maker died.
+                    let _ = super::unpack::remove_tree(&e.path());
+                    continue;
+                }
+                c.bytes += chain_tree_bytes(self, &base);
+                if super::unpack::remove_tree(&e.path()).is_ok() {
+                    c.chains += 1;
+                    let _ = fs::remove_file(self.chain_path(&base).with_extension("json"));
+                }
+            }
+        }
         let objects = self.objects()?;
         let layers = self.layers()?;
         let mut keys: Vec<super::objects::Key> = Vec::new();
@@ -716,6 +797,7 @@ impl Live {
 #[derive(Debug, Default)]
 pub struct Pruned {
     pub blobs: u64,
+    pub chains: u64,
     pub roots: u64,
     pub layers: u64,
     pub objects: u64,
@@ -725,6 +807,7 @@ pub struct Pruned {
 /// What a collection removed.
 #[derive(Debug, Default)]
 pub struct Collected {
+    pub chains: u64,
     pub layers: u64,
     pub objects: u64,
     pub bytes: u64,
@@ -787,6 +870,30 @@ impl Store {
 }
 
 /// The hex part of a `sha256:` digest (the only algorithm blobs are stored under).
+/// The name of the chain of layers `diff_ids` unpacked as `variant` (see
+/// [`super::layers::variant`]): the OCI ChainID's hex (ChainID(L1) = DiffID(L1),
+/// ChainID(L1..Ln) = sha256(ChainID(L1..Ln-1) + " " + DiffID(Ln))), then the variant.
+pub fn chain_name(diff_ids: &[String], variant: &str) -> String {
+    let mut chain = String::new();
+    for (i, d) in diff_ids.iter().enumerate() {
+        chain =
+            if i == 0 { d.clone() } else { format!("sha256:{:x}", Sha256::digest(format!("{chain} {d}").as_bytes())) };
+    }
+    if chain.is_empty() {
+        chain = format!("sha256:{:x}", Sha256::digest(b""));
+    }
+    format!("{}-{variant}", chain.trim_start_matches("sha256:"))
+}
+
+/// The disk a chain's tree takes besides its files (as written when it was made).
+pub fn chain_tree_bytes(store: &Store, name: &str) -> u64 {
+    fs::read(store.chain_path(name).with_extension("json"))
+        .ok()
+        .and_then(|d| serde_json::from_slice::<serde_json::Value>(&d).ok())
+        .and_then(|v| v["tree_bytes"].as_u64())
+        .unwrap_or(0)
+}
+
 pub fn sha256_hex(digest: &str) -> Result<&str, String> {
     crate::reference::parse_digest(digest)?;
     digest.strip_prefix("sha256:").ok_or_else(|| format!("unsupported digest {digest}: blobs are stored by sha256"))

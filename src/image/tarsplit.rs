@@ -212,12 +212,7 @@ impl<'a> Replay<'a> {
         if magic != MAGIC {
             return Err(io::Error::other("not a tar-split record"));
         }
-        Ok(Replay(Rc::new(RefCell::new(ReplayState {
-            dec,
-            objects,
-            cur: Cur::Idle,
-            pos: 0,
-        }))))
+        Ok(Replay(Rc::new(RefCell::new(ReplayState { dec, objects, cur: Cur::Idle, pos: 0 }))))
     }
 
     /// The object of the regular file whose content starts at `pos` and is `size` bytes: in a

@@ -79,6 +79,10 @@ pub struct Changes {
     /// Disk bytes of the tree besides its regular files (directories, symlinks).
     #[serde(default)]
     pub tree_bytes: u64,
+    /// The tree of the image's layers but its last (`chains/<name>` in the store), under the
+    /// image's own tree of its last layer: the lower layers of its sandboxes' overlay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<String>,
 }
 
 /// [`Changes::layout`] of an image whose files are objects.
@@ -161,12 +165,20 @@ pub(crate) enum Source<R> {
 /// record; objects of a layer that the image does not show are pinned in the layer's record;
 /// new records are published. Returns what unpacking changed and, per layer applied from its
 /// bytes, what was read.
+///
+/// `below`: the tree this one goes over as an overlayfs layer (an image's top layer over the
+/// tree of the layers under it): then whiteouts are kept as overlayfs has them (a 0/0
+/// character device; an opaque directory's `user.overlay.opaque`), a directory made only to
+/// hold an entry takes the metadata the same directory has below, a path that goes through a
+/// symlink below is refused as it is in a flattened tree, and a hard link may name a file
+/// below.
 pub(crate) fn unpack_to_store<R: Read + Send>(
     sources: Vec<Source<R>>,
     dest: &Path,
     opts: &Options,
     layers: &Layers,
     linker: &mut Linker,
+    below: Option<&Path>,
 ) -> Result<(Changes, Vec<Option<Streamed>>)> {
     if dest.exists() {
         return err(format!("{} exists already", dest.display()));
@@ -178,6 +190,11 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
     let _ = remove_tree(&tmp);
     std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
     let variant = super::layers::variant(opts);
+    let below = match below {
+        Some(b) => Some(open_dir(b)?),
+        None => None,
+    };
+    let below = below.as_ref().map(|b| b.as_raw_fd());
     let result = (|| {
         let root = open_dir(&tmp)?;
         let mut total = Changes::default();
@@ -198,6 +215,7 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
                         opts,
                         total.bytes,
                         &mut Files::Record { linker: &mut *linker, rec: rec.clone(), seen: &mut seen },
+                        below,
                     )
                     .map_err(what)?;
                     rec.finish().map_err(|e| what(Error(format!("tar-split: {e}"))))?;
@@ -236,6 +254,7 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
                         root.as_raw_fd(),
                         opts,
                         &mut Files::Replay { linker: &mut *linker, replay, seen: &mut seen },
+                        below,
                     )
                     .map_err(what)?;
                     let c = Changes { bytes: record.meta.size, diff_ids: vec![record.meta.diff_id.clone()], ..c };
@@ -477,7 +496,7 @@ fn produce<R: Read>(
 /// Applies one layer onto the directory `root`. `already` bytes were unpacked by earlier
 /// layers (counted against the cap).
 pub fn apply_layer<R: Read + Send>(layer: Layer<R>, root: RawFd, opts: &Options, already: u64) -> Result<Changes> {
-    apply_layer_to(layer, root, opts, already, &mut Files::Plain).map(|(c, _)| c)
+    apply_layer_to(layer, root, opts, already, &mut Files::Plain, None).map(|(c, _)| c)
 }
 
 /// What a layer's stream was: its digest as read (compressed) and its length.
@@ -493,6 +512,7 @@ fn apply_layer_to<R: Read + Send>(
     opts: &Options,
     already: u64,
     files: &mut Files,
+    below: Option<RawFd>,
 ) -> Result<(Changes, Streamed)> {
     let limit = opts.max_unpacked.saturating_sub(already);
     let (tx, rx) = std::sync::mpsc::sync_channel(8);
@@ -503,9 +523,9 @@ fn apply_layer_to<R: Read + Send>(
         let applied = match files {
             Files::Record { rec, .. } => {
                 let tee = rec.reader(chunks);
-                apply_stream(tee, root, opts, files)
+                apply_stream(tee, root, opts, files, below)
             }
-            _ => apply_stream(chunks, root, opts, files),
+            _ => apply_stream(chunks, root, opts, files, below),
         };
         (applied, producer.join().expect("the decompressing thread"))
     });
@@ -534,9 +554,15 @@ fn apply_layer_to<R: Read + Send>(
 
 /// Applies the tar read from `reader`, then reads it to its end (trailing padding counts
 /// towards both digests, and a tar-split keeps it).
-fn apply_stream<R: Read>(reader: R, root: RawFd, opts: &Options, files: &mut Files) -> Result<Changes> {
+fn apply_stream<R: Read>(
+    reader: R,
+    root: RawFd,
+    opts: &Options,
+    files: &mut Files,
+    below: Option<RawFd>,
+) -> Result<Changes> {
     let mut archive = tar::Archive::new(reader);
-    let applied = apply_entries(&mut archive, root, opts, files);
+    let applied = apply_entries(&mut archive, root, opts, files, below);
     let mut reader = archive.into_inner();
     let rest = if applied.is_ok() { io::copy(&mut reader, &mut io::sink()).map(|_| ()) } else { Ok(()) };
     drop(reader);
@@ -590,6 +616,139 @@ fn lstat_path(root: RawFd, comps: &[String]) -> Option<libc::stat> {
 }
 
 /// Opens directory `comps` under `root` without leaving it and without following any symlink.
+/// [`parent_dir`] in a tree that goes over `below`: a directory missing here is made with the
+/// owner, mode and time the same directory has below (an entry that only passes through a
+/// directory must not change how it looks), and a path that goes through a symlink or a
+/// non-directory below is refused as [`open_beneath`] refuses it in a flattened tree.
+fn parent_dir_over(root: RawFd, below: Option<RawFd>, comps: &[String], what: &str) -> Result<OwnedFd> {
+    let Some(b) = below else { return parent_dir(root, comps, what) };
+    // A directory this layer deleted (its whiteout) and now puts entries in: a new, opaque
+    // directory, as in a flattened tree, where the old one is gone.
+    if let Some((last, up)) = comps.split_last() {
+        if lstat_path(root, comps).is_some_and(|st| is_whiteout(&st)) {
+            let parent = parent_dir_over(root, below, up, what)?;
+            remove_at(parent.as_raw_fd(), last)?;
+            // SAFETY: valid C string and dirfd.
+            if unsafe { libc::mkdirat(parent.as_raw_fd(), cstr(last).as_ptr(), 0o755) } != 0 {
+                return Err(last_os(&format!("{what}: mkdir {}", comps.join("/"))));
+            }
+            let d = open_beneath(root, comps, what)?;
+            set_opaque(d.as_raw_fd(), what)?;
+            return Ok(d);
+        }
+    }
+    match open_beneath(root, comps, what) {
+        Err(_) if !comps.is_empty() && lstat_path(root, comps).is_none() => {
+            let (last, up) = comps.split_last().expect("non-empty");
+            let parent = parent_dir_over(root, below, up, what)?;
+            let resolve = sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
+            let there = match sys::openat2(b, &comps.join("/"), libc::O_PATH | libc::O_DIRECTORY, resolve) {
+                Ok(fd) => Some(fd),
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+                // A symlink or a file below where this layer needs a directory: what a
+                // flattened tree refuses.
+                Err(_) => return open_beneath(b, comps, what),
+            };
+            // SAFETY: valid C string and dirfd.
+            if unsafe { libc::mkdirat(parent.as_raw_fd(), cstr(last).as_ptr(), 0o755) } != 0 {
+                let e = io::Error::last_os_error();
+                if e.raw_os_error() != Some(libc::EEXIST) {
+                    return err(format!("{what}: mkdir {}: {e}", comps.join("/")));
+                }
+            } else if let Some(there) = there {
+                // SAFETY: st is plain data the kernel fills.
+                let mut st: libc::stat = unsafe { std::mem::zeroed() };
+                // SAFETY: valid fd and pointer (an O_PATH fd may be fstat'ed).
+                if unsafe { libc::fstat(there.as_raw_fd(), &mut st) } == 0 {
+                    let c = cstr(last);
+                    // SAFETY: valid C strings and dirfds; the directory was just made by us.
+                    unsafe {
+                        libc::fchownat(parent.as_raw_fd(), c.as_ptr(), st.st_uid, st.st_gid, libc::AT_SYMLINK_NOFOLLOW);
+                        libc::fchmodat(parent.as_raw_fd(), c.as_ptr(), st.st_mode & 0o7777, 0);
+                        let ts = [
+                            libc::timespec { tv_sec: st.st_mtime, tv_nsec: st.st_mtime_nsec },
+                            libc::timespec { tv_sec: st.st_mtime, tv_nsec: st.st_mtime_nsec },
+                        ];
+                        libc::utimensat(parent.as_raw_fd(), c.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW);
+                    }
+                }
+            }
+            open_beneath(root, comps, what)
+        }
+        r => r,
+    }
+}
+
+/// overlayfs's whiteout: a 0/0 character device.
+fn is_whiteout(st: &libc::stat) -> bool {
+    st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == 0
+}
+
+/// Whether the layer tree under `root` hides the path `comps` of the layers below it: a
+/// whiteout at it or on the way, or an opaque directory on the way.
+fn hidden_in(root: RawFd, comps: &[String]) -> bool {
+    for i in 1..=comps.len() {
+        let Some(st) = lstat_path(root, &comps[..i]) else { return false };
+        if is_whiteout(&st) {
+            return true;
+        }
+        if i < comps.len() && st.st_mode & libc::S_IFMT == libc::S_IFDIR {
+            let Ok(d) = open_beneath(root, &comps[..i], "opaque") else { return false };
+            let path = cstr(format!("/proc/self/fd/{}", d.as_raw_fd()));
+            let mut v = [0u8; 4];
+            // SAFETY: valid C strings and buffer; the magic link is followed to the directory.
+            let n = unsafe {
+                libc::getxattr(path.as_ptr(), c"user.overlay.opaque".as_ptr(), v.as_mut_ptr().cast(), v.len())
+            };
+            if n == 1 && v[0] == b'y' {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether the layer tree `top` hides the path `rel` (relative to the image's root) of the
+/// trees below it (see [`hidden_in`]).
+pub fn hidden_below(top: &Path, rel: &str) -> bool {
+    let Ok(comps) = components(rel.trim_start_matches('/').as_bytes()) else { return true };
+    match open_dir(top) {
+        Ok(fd) => hidden_in(fd.as_raw_fd(), &comps),
+        Err(_) => false,
+    }
+}
+
+/// The object key of the regular file `name` in `dir`: its content's hash and metadata.
+fn key_of_file(dir: RawFd, name: &str) -> std::result::Result<Key, String> {
+    // SAFETY: valid C string and dirfd; O_NOFOLLOW: the file itself.
+    let fd = unsafe { libc::openat(dir, cstr(name).as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error().to_string());
+    }
+    // SAFETY: a new fd we own.
+    let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut h = Sha256::new();
+    io::copy(&mut f, &mut h).map_err(|e| e.to_string())?;
+    key_of(&h.finalize().into(), f.as_raw_fd())
+}
+
+/// Marks the directory `dir` opaque for overlayfs (mounted with `userxattr`, as sandboxes
+/// mount it): the layers below it show nothing in it.
+fn set_opaque(dir: RawFd, what: &str) -> Result<()> {
+    // SAFETY: valid C string and dirfd.
+    let fd = unsafe { libc::openat(dir, c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(last_os(&format!("opaque directory {what}")));
+    }
+    // SAFETY: a new fd we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: valid fd, C string and buffer.
+    if unsafe { libc::fsetxattr(fd.as_raw_fd(), c"user.overlay.opaque".as_ptr(), b"y".as_ptr().cast(), 1, 0) } != 0 {
+        return Err(last_os(&format!("opaque directory {what}")));
+    }
+    Ok(())
+}
+
 fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
     let path = if comps.is_empty() { ".".to_string() } else { comps.join("/") };
     let resolve = sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
@@ -745,8 +904,7 @@ fn file_metadata(
     // owner (a chown drops file capabilities).
     for (key, v) in pax {
         let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
-        let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
-        if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+        if xattr_refused(xname, strip) {
             changes.xattrs_skipped += 1;
             continue;
         }
@@ -766,6 +924,17 @@ fn file_metadata(
     Ok(())
 }
 
+/// Whether an image's xattr `name` is left out. overlayfs's own (`trusted.overlay.*`,
+/// `user.overlay.*`) always: only polysandbox's whiteouts and opaque marks may reach it.
+/// Stripped (rootless, or a store other users read), every one but `user.*`: file
+/// capabilities and `trusted.*` are privilege, and ACLs (`system.posix_acl_*`,
+/// `system.nfs4_acl`) would give back the group and other write bits a shared store takes
+/// away (a red team's: `drwxrwxrwx+` directories in a `--shared` store, where any local user
+/// then planted programs everyone's sandboxes ran).
+fn xattr_refused(name: &str, strip: bool) -> bool {
+    name.starts_with("trusted.overlay.") || name.starts_with("user.overlay.") || (strip && !name.starts_with("user."))
+}
+
 /// Counts what [`file_metadata`] would change, for a file linked from a stored layer.
 fn count_file_metadata(uid: u64, gid: u64, pax: &[(String, Vec<u8>)], opts: &Options, changes: &mut Changes) {
     let strip = opts.rootless || opts.strip_privilege;
@@ -774,8 +943,7 @@ fn count_file_metadata(uid: u64, gid: u64, pax: &[(String, Vec<u8>)], opts: &Opt
     }
     for (key, _) in pax {
         let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
-        let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
-        if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.") {
+        if xattr_refused(xname, strip) {
             changes.xattrs_skipped += 1;
         }
     }
@@ -786,12 +954,15 @@ fn apply_entries<R: Read>(
     root: RawFd,
     opts: &Options,
     files: &mut Files,
+    below: Option<RawFd>,
 ) -> Result<Changes> {
     let mut changes = Changes::default();
     // Paths this layer created: an opaque whiteout keeps them.
     let mut created: HashSet<Vec<String>> = HashSet::new();
     // Directory mtimes are set last, since writing inside a directory changes its mtime.
-    let mut dir_times: Vec<(Vec<String>, i64)> = Vec::new();
+    // Each with the directory's inode: a later entry may replace it (with a hard link to a
+    // file other images share, in a store), and then the times are not set.
+    let mut dir_times: Vec<(Vec<String>, i64, u64)> = Vec::new();
     // Entries come grouped by directory: the last parent opened is reused. It cannot go stale:
     // an entry only ever removes children of its own parent, so the next entry either has the
     // same (still existing) parent or opens its own.
@@ -839,13 +1010,18 @@ fn apply_entries<R: Read>(
         let p = match &cached {
             Some((c, fd)) if c.as_slice() == parent_comps => fd.as_raw_fd(),
             _ => {
-                let fd = parent_dir(root, parent_comps, &display)?;
+                let fd = parent_dir_over(root, below, parent_comps, &display)?;
                 cached = Some((parent_comps.to_vec(), fd));
                 cached.as_ref().map(|(_, fd)| fd.as_raw_fd()).expect("just set")
             }
         };
 
         // Whiteouts.
+        if name == ".wh..wh..opq" && below.is_some() {
+            // Over the layers below: overlayfs hides what they have in this directory.
+            set_opaque(p, &display)?;
+            continue;
+        }
         if name == ".wh..wh..opq" {
             for child in list_dir(p)? {
                 let mut cp = parent_comps.to_vec();
@@ -861,6 +1037,13 @@ fn apply_entries<R: Read>(
                 return err(format!("invalid whiteout '{display}'"));
             }
             remove_at(p, target)?;
+            if below.is_some() {
+                // Over the layers below: overlayfs's whiteout, which hides what they have here.
+                // SAFETY: valid C string and dirfd; a 0/0 character device needs no privilege.
+                if unsafe { libc::mknodat(p, cstr(target).as_ptr(), libc::S_IFCHR, libc::makedev(0, 0)) } != 0 {
+                    return Err(last_os(&format!("whiteout {display}")));
+                }
+            }
             continue;
         }
 
@@ -886,7 +1069,14 @@ fn apply_entries<R: Read>(
                 if !is_dir_now && unsafe { libc::mkdirat(p, c.as_ptr(), 0o700) } != 0 {
                     return Err(last_os(&format!("mkdir {display}")));
                 }
-                dir_times.push((comps.clone(), mtime));
+                // Over the layers below, a directory in place of this layer's whiteout is a
+                // new one: what was below stays hidden.
+                if below.is_some() && existing.is_some_and(|st| is_whiteout(&st)) {
+                    let d = open_beneath(root, &comps, &display)?;
+                    set_opaque(d.as_raw_fd(), &display)?;
+                }
+                let ino = lstat_at(p, name).map(|st| st.st_ino).unwrap_or(0);
+                dir_times.push((comps.clone(), mtime, ino));
             }
             tar::EntryType::Regular | tar::EntryType::Continuous if !matches!(files, Files::Plain) => {
                 if existing.is_some() {
@@ -990,7 +1180,28 @@ fn apply_entries<R: Read>(
                 let Some((tname, tparent)) = tcomps.split_last() else {
                     return err(format!("hard link {display} to the root: refused"));
                 };
-                let tdir = open_beneath(root, tparent, &format!("hard link {display}"))?;
+                let mut tdir = open_beneath(root, tparent, &format!("hard link {display}"));
+                let here = tdir.as_ref().ok().and_then(|d| lstat_at(d.as_raw_fd(), tname));
+                if here
+                    .is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFCHR && st.st_rdev == 0 && below.is_some())
+                {
+                    return err(format!("hard link {display}: target {} was deleted in this layer", tcomps.join("/")));
+                }
+                if here.is_none() {
+                    // A file of a layer below (the tree this one goes over), unless this layer
+                    // hides it (a whiteout or an opaque directory on the way): what a
+                    // flattened tree would no longer have.
+                    if let Some(b) = below {
+                        if hidden_in(root, &tcomps) {
+                            return err(format!(
+                                "hard link {display}: target {} does not exist in the image",
+                                tcomps.join("/")
+                            ));
+                        }
+                        tdir = open_beneath(b, tparent, &format!("hard link {display}"));
+                    }
+                }
+                let tdir = tdir?;
                 if lstat_at(tdir.as_raw_fd(), tname).is_none() {
                     return err(format!(
                         "hard link {display}: target {} does not exist in the image",
@@ -1001,7 +1212,19 @@ fn apply_entries<R: Read>(
                 // SAFETY: valid C strings; no AT_SYMLINK_FOLLOW: a symlink target links the
                 // symlink itself, never what it points to.
                 if unsafe { libc::linkat(tdir.as_raw_fd(), cstr(tname).as_ptr(), p, c.as_ptr(), 0) } != 0 {
-                    return Err(last_os(&format!("hard link {display}")));
+                    let e = io::Error::last_os_error();
+                    match files {
+                        // The file's link group is full: this name gets another member of the
+                        // same object (same content and metadata, another inode).
+                        Files::Record { linker, .. } | Files::Replay { linker, .. }
+                            if e.raw_os_error() == Some(libc::EMLINK) =>
+                        {
+                            let key = key_of_file(tdir.as_raw_fd(), tname)
+                                .map_err(|e| Error(format!("hard link {display}: {e}")))?;
+                            linker.link(&key, None, p, &c).map_err(|e| Error(format!("hard link {display}: {e}")))?;
+                        }
+                        _ => return err(format!("hard link {display}: {e}")),
+                    }
                 }
                 created.insert(comps.clone());
                 continue;
@@ -1062,9 +1285,7 @@ fn apply_entries<R: Read>(
         {
             for (key, v) in &pax {
                 let Some(xname) = key.strip_prefix("SCHILY.xattr.") else { continue };
-                let privileged = xname.starts_with("trusted.") || xname.starts_with("security.");
-                if (strip && privileged) || xname.starts_with("trusted.overlay.") || xname.starts_with("user.overlay.")
-                {
+                if xattr_refused(xname, strip) {
                     changes.xattrs_skipped += 1;
                     continue;
                 }
@@ -1084,9 +1305,15 @@ fn apply_entries<R: Read>(
             unsafe { libc::utimensat(p, c.as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
         }
     }
-    for (comps, mtime) in dir_times.into_iter().rev() {
+    for (comps, mtime, ino) in dir_times.into_iter().rev() {
         if let Some((name, parent)) = comps.split_last() {
             if let Ok(d) = open_beneath(root, parent, "set times") {
+                // Still the directory this layer made (nothing else runs in the tree meanwhile).
+                let same = lstat_at(d.as_raw_fd(), name)
+                    .is_some_and(|st| st.st_mode & libc::S_IFMT == libc::S_IFDIR && st.st_ino == ino);
+                if !same {
+                    continue;
+                }
                 let ts = [libc::timespec { tv_sec: mtime, tv_nsec: 0 }, libc::timespec { tv_sec: mtime, tv_nsec: 0 }];
                 // SAFETY: valid pointers.
                 unsafe { libc::utimensat(d.as_raw_fd(), cstr(name).as_ptr(), ts.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };

@@ -70,6 +70,8 @@ fn compute(store: &Store) -> Result<Vec<ImageUsage>, String> {
     let mut image_records: Vec<Vec<String>> = Vec::new();
     let mut records: HashMap<String, (Record, Vec<usize>)> = HashMap::new();
     let mut blob_users: HashMap<String, Vec<usize>> = HashMap::new();
+    // Chains (the trees of images' lower layers) and the images on each.
+    let mut chain_users: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, img) in images.iter().enumerate() {
         let changes = store.changes_of(&img.manifest).unwrap_or_default();
         let manifest: Option<super::oci::Manifest> =
@@ -86,8 +88,15 @@ fn compute(store: &Store) -> Result<Vec<ImageUsage>, String> {
         } else {
             u.disk = changes.tree_bytes;
             u.unique = changes.tree_bytes;
-            let diff_ids: Vec<String> =
-                img.config["rootfs"]["diff_ids"].as_array().into_iter().flatten().filter_map(|d| d.as_str().map(String::from)).collect();
+            if let Some(c) = &changes.chain {
+                chain_users.entry(c.clone()).or_default().push(i);
+            }
+            let diff_ids: Vec<String> = img.config["rootfs"]["diff_ids"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| d.as_str().map(String::from))
+                .collect();
             for d in diff_ids {
                 let Some(r) = layers.find_any(&d) else { continue };
                 let key = r.dir.to_string_lossy().into_owned();
@@ -142,6 +151,15 @@ fn compute(store: &Store) -> Result<Vec<ImageUsage>, String> {
                         out[i].unique += bytes;
                     }
                 }
+            }
+        }
+    }
+    for (c, users) in &chain_users {
+        let disk = super::store::chain_tree_bytes(store, c);
+        for &i in users {
+            out[i].disk += disk;
+            if users.len() == 1 {
+                out[i].unique += disk;
             }
         }
     }
@@ -204,6 +222,17 @@ pub fn totals(store: &Store) -> Result<Totals, String> {
             Some(c) if c.layout == super::unpack::LAYOUT_OBJECTS => c.tree_bytes,
             _ => super::layers::du(&e.path()),
         };
+    }
+    // The chains' trees (the lower layers images share).
+    if let Ok(rd) = std::fs::read_dir(store.root.join("chains")) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || name.ends_with(".json") || !e.path().is_dir() {
+                continue;
+            }
+            t.trees += 1;
+            t.trees_bytes += super::store::chain_tree_bytes(store, &name);
+        }
     }
     for e in std::fs::read_dir(store.root.join("oci/blobs/sha256")).map_err(|e| e.to_string())?.flatten() {
         t.blobs += 1;

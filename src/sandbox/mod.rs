@@ -139,6 +139,10 @@ pub struct Limits {
 #[derive(Debug, Clone)]
 pub struct Spec {
     pub rootfs: PathBuf,
+    /// Read-only trees stacked over `rootfs` in the overlay, the top one first (an image of
+    /// the store is its chain's tree with its last layer's tree over it). Empty for a plain
+    /// root filesystem.
+    pub layers: Vec<PathBuf>,
     pub argv: Vec<String>,
     pub env: Vec<String>,
     pub workdir: String,
@@ -172,6 +176,7 @@ impl Spec {
     pub fn new(rootfs: PathBuf, argv: Vec<String>) -> Spec {
         Spec {
             rootfs,
+            layers: Vec::new(),
             argv,
             env: Vec::new(),
             workdir: "/".into(),
@@ -519,8 +524,13 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
         }
         check_target(&b.target, "-v")?;
     }
-    if spec.binds.len() >= sys::MAX_FDS {
-        return Err(usage(format!("{} -v binds: at most {}", spec.binds.len(), sys::MAX_FDS - 1)));
+    for l in &spec.layers {
+        if !l.is_dir() {
+            return Err(usage(format!("image layer tree {} is not a directory", l.display())));
+        }
+    }
+    if spec.binds.len() + spec.layers.len() + 2 > sys::MAX_FDS {
+        return Err(usage(format!("{} -v binds: at most {}", spec.binds.len(), sys::MAX_FDS - 2 - spec.layers.len())));
     }
     for t in &spec.tmpfs {
         check_target(&t.target, "--tmpfs")?;
@@ -587,6 +597,9 @@ fn prepare_child(
         "the rootfs in the sandbox's mount namespace",
     )?);
     fds.push(idmap::idmapped_tree(rootfs, userns.as_raw_fd())?);
+    for l in &spec.layers {
+        fds.push(idmap::idmapped_tree(l, userns.as_raw_fd())?);
+    }
     // Read-write binds are written as slot 0's ids on disk, whichever slot this sandbox has.
     let disk = match spec.binds.iter().any(|b| !b.readonly && !b.overlay) && ids.remapped() {
         true => Some(idmap::disk_userns(ids)?),

@@ -64,6 +64,20 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
             t
         }
     };
+    // The trees over the rootfs (an image's last layer over its chain), top first.
+    let mut over = Vec::with_capacity(spec.layers.len());
+    for l in &spec.layers {
+        let t = match trees.next().filter(|_| given) {
+            Some(t) => t,
+            None => {
+                let what = l.display().to_string();
+                let t = sys::open_tree(libc::AT_FDCWD, &sys::cpath(l), &what)?;
+                sys::mount_setattr(t.as_raw_fd(), sys::MOUNT_ATTR_RDONLY, None, &what)?;
+                t
+            }
+        };
+        over.push(t);
+    }
     let mut binds = Vec::with_capacity(spec.binds.len());
     for b in &spec.binds {
         let t = match trees.next() {
@@ -89,8 +103,15 @@ pub fn setup(spec: &Spec, rootfs: &CStr, trees: Vec<OwnedFd>, bind_is_dir: &[boo
         .map_err(|e| format!("open lower: {e}"))?;
     sys::move_mount_to_fd(lower.as_raw_fd(), lower_dir.as_raw_fd(), "the rootfs")?;
     drop(lower_dir);
+    for (i, t) in over.into_iter().enumerate() {
+        let name = format!("lower{}", i + 1);
+        mkdirat(scratch.as_raw_fd(), &name, 0o755)?;
+        let d = sys::openat2(scratch.as_raw_fd(), &name, libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
+            .map_err(|e| format!("open {name}: {e}"))?;
+        sys::move_mount_to_fd(t.as_raw_fd(), d.as_raw_fd(), "an image layer")?;
+    }
     super::trace::step("init: lower attached");
-    overlay(scratch.as_raw_fd(), rootfs)?;
+    overlay(scratch.as_raw_fd(), rootfs, spec.layers.len())?;
     super::trace::step("init: overlay mounted");
     let root = sys::openat2(scratch.as_raw_fd(), "root", libc::O_PATH | libc::O_DIRECTORY, sys::RESOLVE_BENEATH)
         .map_err(|e| format!("open the new root: {e}"))?;
@@ -208,17 +229,25 @@ fn fs_name_of_lower(scratch: RawFd) -> String {
     }
 }
 
-fn overlay(scratch: RawFd, rootfs: &CStr) -> Result<()> {
+fn overlay(scratch: RawFd, rootfs: &CStr, over: usize) -> Result<()> {
     // Relative layer paths (the cwd is the scratch tmpfs) keep commas and colons of the
     // rootfs path out of the option string.
     nix::unistd::fchdir(scratch).map_err(|e| format!("chdir to the writable layer: {e}"))?;
     // index=off (the default, said in case a host turned it on): a copy-up never carries a
     // lower file's other hard links with it. Two paths of an image may be names of one
     // object; writing one must not change the other.
-    let with = c"lowerdir=lower,upperdir=upper,workdir=work,userxattr,index=off";
-    let without = c"lowerdir=lower,upperdir=upper,workdir=work,index=off";
-    sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(with), "overlay")
-        .or_else(|_| sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(without), "overlay"))
+    // The trees over the rootfs (lower1 the top one) come first: overlayfs lists its lower
+    // layers from the top.
+    let mut lowers = String::new();
+    for i in 1..=over {
+        lowers.push_str(&format!("lower{i}:"));
+    }
+    lowers.push_str("lower");
+    // userxattr first: what the store's layer trees mark opaque directories with.
+    let with = sys::cstr(format!("lowerdir={lowers},upperdir=upper,workdir=work,userxattr,index=off"));
+    let without = sys::cstr(format!("lowerdir={lowers},upperdir=upper,workdir=work,index=off"));
+    sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(&with), "overlay")
+        .or_else(|_| sys::mount(Some(c"overlay"), c"root", Some(c"overlay"), 0, Some(&without), "overlay"))
         .map_err(|e| {
             let why = if sys::kernel_at_least(5, 11) {
                 format!(
