@@ -199,7 +199,7 @@ fn main() {
             let digest = r["image_digest"].as_str().unwrap();
             Job {
                 id: id.to_string(),
-                rootfs: common::image_lowers(&store, &digest),
+                rootfs: common::image_lowers(&store, digest),
                 env: image_env(&store, digest),
                 test_patch: rec["test_patch"].as_str().unwrap().to_string(),
                 fix_patch: rec["fix_patch"].as_str().unwrap().to_string(),

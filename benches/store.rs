@@ -85,7 +85,7 @@ fn contents(root: &Path, seen: &mut HashMap<(u64, u64), [u8; 32]>, out: &mut Has
 /// The image trees of the store (`rootfs/<hex>`, and the layer trees if the layout has them).
 fn trees(store: &Path) -> Vec<PathBuf> {
     let mut v = Vec::new();
-    for sub in ["rootfs", "trees"] {
+    for sub in ["rootfs", "chains"] {
         if let Ok(rd) = std::fs::read_dir(store.join(sub)) {
             v.extend(
                 rd.flatten().map(|e| e.path()).filter(|p| p.is_dir() && !p.to_string_lossy().ends_with(".partial")),

@@ -437,6 +437,21 @@ fn man_pages_render_for_every_subcommand() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let subs = listed_subcommands();
     let mut want: Vec<String> = subs.iter().map(|s| format!("polysandbox-{s}.1")).collect();
+    // A subcommand's own subcommands (`system df`) get pages too, as git's do.
+    for s in &subs {
+        let help = stdout(&polysandbox(&[s, "--help"]));
+        if let Some(listed) = help.split("Commands:\n").nth(1) {
+            for l in listed.split("\n\n").next().unwrap().lines() {
+                if let Some(n) =
+                    l.strip_prefix("  ").filter(|l| !l.starts_with(' ')).and_then(|l| l.split_whitespace().next())
+                {
+                    if n != "help" {
+                        want.push(format!("polysandbox-{s}-{n}.1"));
+                    }
+                }
+            }
+        }
+    }
     want.push("polysandbox.1".into());
     want.sort();
     let mut written: Vec<String> =

@@ -79,6 +79,13 @@ fn shared() -> &'static Shared {
         let tar = dir.join("busybox.tar");
         sh(Command::new("tar").arg("-C").arg(&f.rootfs_root).arg("-cf").arg(&tar).arg("."));
         sh(Command::new(&f.bin).args(["import", "--root"]).arg(&store).arg(&tar).args(["--tag", "localhost/fixture/busybox:1"]));
+        // The store keeps layers as their files and records, not as blobs: an OCI layout of the
+        // image for skopeo is what `save --format oci-archive` writes.
+        let saved = dir.join("busybox.oci.tar");
+        sh(Command::new(&f.bin).args(["save", "--root"]).arg(&store).args(["--format", "oci-archive", "-o"]).arg(&saved).arg("localhost/fixture/busybox:1"));
+        let layout = dir.join("push-layout");
+        std::fs::create_dir_all(&layout).unwrap();
+        sh(Command::new("tar").arg("-C").arg(&layout).arg("-xf").arg(&saved));
         let push = |src: String, dst: String, all: bool| {
             let mut c = Command::new("skopeo");
             c.args(["copy", "--quiet", "--dest-tls-verify=false"]);
@@ -87,13 +94,13 @@ fn shared() -> &'static Shared {
             }
             sh(c.arg(src).arg(dst));
         };
-        push(format!("oci:{}/oci:localhost/fixture/busybox:1", store.display()), format!("docker://127.0.0.1:{plain}/fixture/busybox:1"), false);
+        push(format!("oci:{}:localhost/fixture/busybox:1", layout.display()), format!("docker://127.0.0.1:{plain}/fixture/busybox:1"), false);
         // The same image as a Docker schema 2 manifest, and with a zstd layer.
-        sh(Command::new("skopeo").args(["copy", "--quiet", "--dest-tls-verify=false", "--format", "v2s2"]).arg(format!("oci:{}/oci:localhost/fixture/busybox:1", store.display())).arg(format!("docker://127.0.0.1:{plain}/fixture/busybox-docker:1")));
+        sh(Command::new("skopeo").args(["copy", "--quiet", "--dest-tls-verify=false", "--format", "v2s2"]).arg(format!("oci:{}:localhost/fixture/busybox:1", layout.display())).arg(format!("docker://127.0.0.1:{plain}/fixture/busybox-docker:1")));
 
         // A multi-arch layout: the same layer under an amd64 and an arm64/v8 config, and an
         // attestation-like unknown/unknown entry, in one index.
-        let oci = store.join("oci");
+        let oci = layout.clone();
         let index: serde_json::Value = serde_json::from_slice(&std::fs::read(oci.join("index.json")).unwrap()).unwrap();
         let mdesc = index["manifests"].as_array().unwrap().iter().find(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str().is_some_and(|n| n.contains("busybox"))).unwrap().clone();
         let blob = |d: &str| oci.join("blobs/sha256").join(d.trim_start_matches("sha256:"));
@@ -201,11 +208,20 @@ fn plain_pull_runs_and_a_warm_repull_moves_no_blob() {
         let again = ps(m, &store, &["pull", &image], &[]);
         assert_eq!(code(&again), 0);
         assert!(stderr(&again).contains("0 blobs fetched"), "{m:?}: {}", stderr(&again));
-        // The store stays an OCI layout skopeo reads.
+        // The pulled layer is kept as its files and record, not as its blob: `save` writes it
+        // back (uncompressed) as a layout skopeo reads, with the same image ID.
         let out = m.owned_dir("skopeo-out");
+        let saved = out.join("saved.oci.tar");
+        let sv = ps(m, &store, &["save", "--format", "oci-archive", "-o", saved.to_str().unwrap(), &image], &[]);
+        assert_eq!(code(&sv), 0, "{m:?}: {}", stderr(&sv));
+        assert_eq!(
+            std::fs::read_dir(store.join("oci/blobs/sha256")).unwrap().count(),
+            2,
+            "{m:?}: the manifest and config only: a layer blob is kept beside the layer's files"
+        );
         let sk = Command::new("skopeo")
             .args(["copy", "--quiet"])
-            .arg(format!("oci:{}/oci:{image}", store.display()))
+            .arg(format!("oci-archive:{}:{image}", saved.display()))
             .arg(format!("dir:{}", out.join("img").display()))
             .output()
             .unwrap();

@@ -1,7 +1,7 @@
 //! `polysandbox images`: the store's images as podman lists them: REPOSITORY, TAG, IMAGE ID
-//! (the config digest), CREATED, SIZE (unpacked), and UNIQUE SIZE (the disk only that image
-//! holds: images share files); `-q`, `--noheading`, `--no-trunc`, and `--format
-//! json|TEMPLATE` with podman's field names.
+//! (the config digest), CREATED, SIZE (unpacked); `-q`, `--noheading`, `--no-trunc`, and
+//! `--format json|TEMPLATE` with podman's field names, and `{{.UniqueSize}}` (the disk only
+//! that image holds: images share files; `system df -v` shows it by default).
 
 use super::format::{columns, Template};
 use crate::image::store::{Image, Store};
@@ -162,7 +162,11 @@ pub fn main(a: ImagesArgs) -> i32 {
         Ok(i) => i,
         Err(e) => return super::error(e),
     };
-    let usage = if a.quiet { Vec::new() } else { crate::image::usage::images(&store).unwrap_or_default() };
+    // Disk per image only when asked for (it reads every image's layer records).
+    let wants_usage =
+        a.format.as_deref().is_some_and(|f| f == "json" || f.contains("UniqueSize") || f.contains("SharedSize"));
+    let usage =
+        if a.quiet || !wants_usage { Vec::new() } else { crate::image::usage::images(&store).unwrap_or_default() };
     let usage_of = |i: &Image| usage.iter().find(|u| u.manifest == i.manifest);
     let short = |id: &str| -> String {
         if a.no_trunc {
@@ -214,10 +218,8 @@ pub fn main(a: ImagesArgs) -> i32 {
             })
         })
         .collect();
-    let template = a
-        .format
-        .as_deref()
-        .unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}\t{{.UniqueSize}}");
+    let template =
+        a.format.as_deref().unwrap_or("table {{.Repository}}\t{{.Tag}}\t{{.ID}}\t{{.CreatedSince}}\t{{.Size}}");
     let t = match Template::parse(template) {
         Ok(t) => t,
         Err(e) => return super::error(e),

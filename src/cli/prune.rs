@@ -18,9 +18,10 @@ pub fn main(a: PruneArgs) -> i32 {
     match Store::open(&a.root.clone().unwrap_or_else(Store::default_root)).and_then(|s| s.prune()) {
         Ok(p) => {
             out!(
-                "removed {} blobs, {} unpacked rootfs, {} layer records and {} objects ({})",
+                "removed {} blobs, {} image trees, {} chains, {} layer records and {} objects ({})",
                 p.blobs,
                 p.roots,
+                p.chains,
                 p.layers,
                 p.objects,
                 human_bytes(p.bytes)

@@ -8,10 +8,11 @@
 //! are copied into the store verified against their digests, the rootfs is unpacked with
 //! each layer checked against its DiffID, and only then is the image named in the index.
 
+use super::assemble::{self, Source};
 use super::objects::Linker;
 use super::oci::{self, Descriptor, ImageConfig, Index, Manifest, RootFs, RunConfig};
 use super::store::{Gc, Store, REF_ANNOTATION};
-use super::unpack::{self, Changes, Layer, Options, Source};
+use super::unpack::{self, Changes, Layer, Options};
 use crate::reference::Reference;
 use sha2::{Digest, Sha256};
 use std::fs::{self, File};
@@ -375,7 +376,7 @@ fn import_rootfs(store: &Store, gc: &Gc, src: &Path, tag: Option<String>, opts: 
     let mut linker = Linker::new(&objects);
     let layer = Layer { reader: BufReader::new(f), digest: None, diff_id: None };
     let (changes, streamed) =
-        match unpack::unpack_to_store(vec![Source::Stream(layer)], &tmp, opts, &recs, &mut linker, None) {
+        match assemble::unpack_to_store(vec![Source::Stream(layer)], &tmp, opts, &recs, &mut linker, None) {
             Ok(r) => r,
             Err(e) => {
                 store.forget_objects(gc, &objects, &linker.created);
@@ -568,7 +569,7 @@ pub(crate) fn build(
             sources.push(source_of(i)?);
         }
         let mut linker = Linker::new(&objects);
-        match unpack::unpack_to_store(sources, &chain_dir, opts, &recs, &mut linker, None) {
+        match assemble::unpack_to_store(sources, &chain_dir, opts, &recs, &mut linker, None) {
             Ok((c, _)) => write_chain_meta(store, &chain, c.tree_bytes),
             // Made meanwhile by another import of an image with these layers.
             Err(_) if chain_dir.is_dir() => store.forget_objects(gc, &objects, &linker.created),
@@ -598,7 +599,7 @@ pub(crate) fn build(
                 }
             }
         }
-        match unpack::unpack_to_store(vec![source], dest, opts, &recs, &mut linker, Some(&chain_dir)) {
+        match assemble::unpack_to_store(vec![source], dest, opts, &recs, &mut linker, Some(&chain_dir)) {
             Ok((c, _)) => {
                 add_changes(&mut total, &c, c.bytes);
                 total.tree_bytes = c.tree_bytes;
@@ -654,12 +655,15 @@ fn recreate(store: &Store, objects: &super::objects::Objects, r: &super::layers:
     Ok(t)
 }
 
+/// Per image `migrate` tried: its manifest digest, and the bytes freed or why not.
+pub type Migrated = (String, Result<u64, String>);
+
 /// Moves every image of an older version's layout (a tree of its own, its layer blobs) into
 /// the shared one: its tree is built anew from its layers (records where the store has them,
 /// else its blobs), put in place of the old one while no sandbox runs on it, and the blobs
 /// the records now recreate are dropped. Returns, per image tried, the bytes freed or why
 /// not.
-pub fn migrate(store: &Store, opts: &Options) -> Result<Vec<(String, Result<u64, String>)>, String> {
+pub fn migrate(store: &Store, opts: &Options) -> Result<Vec<Migrated>, String> {
     let opts = &store.unpack_options(opts);
     let gc = store.gc_shared()?;
     let mut out = Vec::new();

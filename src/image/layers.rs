@@ -207,7 +207,7 @@ impl Draft {
 
     /// Writes `meta.json` and `objects`.
     pub fn finish(&self, meta: &Meta, mut entries: Vec<Entry>) -> Result<(), String> {
-        entries.sort_by(|a, b| a.key.cmp(&b.key));
+        entries.sort_by_key(|e| e.key);
         let mut f = self.create("objects")?;
         f.write_all(&encode(&entries)).and_then(|_| f.sync_data()).map_err(|e| format!("layer record: {e}"))?;
         let mut f = self.create("meta.json")?;

@@ -2,6 +2,7 @@
 //! object directory (`objects`) and layer records (`layers`, `tarsplit`), and importing
 //! archives into it (`import`). The registry client builds on these.
 
+pub mod assemble;
 pub mod auth;
 pub mod import;
 pub mod layers;

@@ -33,6 +33,9 @@ use std::path::{Path, PathBuf};
 
 pub type Key = [u8; 32];
 
+/// An xattr: name, value.
+pub type Xattr = (Vec<u8>, Vec<u8>);
+
 /// A member with more links than this takes no new tree (ext4 allows 65000): what is left is
 /// for the hard links of the images that have it.
 const NEAR_FULL: u64 = 60_000;
@@ -75,7 +78,7 @@ fn os_err(what: &str) -> String {
 }
 
 /// The xattrs of `fd`, sorted by name.
-pub fn xattrs_of(fd: RawFd) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+pub fn xattrs_of(fd: RawFd) -> Result<Vec<Xattr>, String> {
     let mut names = vec![0u8; 4096];
     let n = loop {
         // SAFETY: the buffer is valid for its length.
@@ -128,10 +131,11 @@ pub fn key_of(content: &[u8; 32], fd: RawFd) -> Result<Key, String> {
     let mut h = Sha256::new();
     h.update(b"polysandbox object 1\0");
     h.update(content);
-    h.update((st.st_mode as u32).to_le_bytes());
-    h.update((st.st_uid as u32).to_le_bytes());
-    h.update((st.st_gid as u32).to_le_bytes());
-    h.update((st.st_mtime as i64).to_le_bytes());
+    // (Widths as the kernel's on both architectures: mode, uid and gid 32 bits, time 64.)
+    h.update(st.st_mode.to_le_bytes());
+    h.update(st.st_uid.to_le_bytes());
+    h.update(st.st_gid.to_le_bytes());
+    h.update(st.st_mtime.to_le_bytes());
     h.update((st.st_mtime_nsec as u32).to_le_bytes());
     for (name, value) in xattrs_of(fd)? {
         h.update((name.len() as u32).to_le_bytes());

@@ -1,13 +1,19 @@
-//! The image store: an OCI image layout (blobs by digest, `index.json` naming each image with
-//! the `org.opencontainers.image.ref.name` annotation, so `skopeo copy oci:<store>/oci:<name>`
-//! reads it), and one unpacked rootfs per image, read-only to sandboxes.
+//! The image store: an OCI image layout for the names, manifests and configs (blobs by
+//! digest, `index.json` naming each image with the `org.opencontainers.image.ref.name`
+//! annotation), and the layers unpacked, every file once (`objects.rs`): each image is the tree
+//! of its layers but the last (its chain, shared by every image on those layers) under the
+//! tree of its last layer, both read-only to sandboxes. Layer blobs are not kept: a layer's
+//! record (`layers.rs`) recreates its tar; `save` writes a complete layout for other tools.
 //!
 //! ```text
 //! $POLYSANDBOX_ROOT (default ~/.local/share/polysandbox, /var/lib/polysandbox for root)
 //!   oci/oci-layout, oci/index.json, oci/blobs/sha256/<hex>
-//!   rootfs/<manifest hex>/          unpacked by image::unpack, renamed into place when whole
+//!   objects/, chains/<ChainID>-<variant>/, layers/<DiffID>-<variant>/
+//!   rootfs/<manifest hex>/          the last layer's tree, renamed into place when whole
+//!   rootfs/<manifest hex>.json      what unpacking changed; the chain the image stands on
 //!   tmp/                            partial downloads and imports
 //!   lock                            flock(2) around index updates
+//!   gc.lock                         flock(2): shared by imports and pulls, exclusive for prune
 //! ```
 //! Every file is written under a temporary name and renamed; blobs are verified before they
 //! are named by their digest.

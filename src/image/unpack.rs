@@ -15,7 +15,6 @@
 //! and renames it into place only when every layer applied and verified: a refused or corrupt
 //! image leaves nothing behind.
 
-use super::layers::{Draft, Layers, Meta, Record};
 use super::objects::{key_of, Key, Linker};
 use super::tarsplit::{Recorder, Replay};
 use crate::sys::{self, cstr};
@@ -98,9 +97,9 @@ impl std::fmt::Display for Error {
     }
 }
 
-type Result<T> = std::result::Result<T, Error>;
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
-fn err<T>(msg: impl Into<String>) -> Result<T> {
+pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T> {
     Err(Error(msg.into()))
 }
 
@@ -149,221 +148,6 @@ pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &O
             Err(e)
         }
     }
-}
-
-/// One layer for [`unpack_to_store`].
-pub(crate) enum Source<R> {
-    /// Its bytes, checked against its digest and DiffID.
-    Stream(Layer<R>),
-    /// A layer the store holds already: applied from its record, no content read.
-    Stored(Record),
-}
-
-/// Builds the image `sources` make into a new directory `dest` (which must not exist),
-/// atomically, with its regular files in the store's object directory: each layer applied
-/// from its bytes is recorded (objects, tar-split), each stored one is applied from its
-/// record; objects of a layer that the image does not show are pinned in the layer's record;
-/// new records are published. Returns what unpacking changed and, per layer applied from its
-/// bytes, what was read.
-///
-/// `below`: the tree this one goes over as an overlayfs layer (an image's top layer over the
-/// tree of the layers under it): then whiteouts are kept as overlayfs has them (a 0/0
-/// character device; an opaque directory's `user.overlay.opaque`), a directory made only to
-/// hold an entry takes the metadata the same directory has below, a path that goes through a
-/// symlink below is refused as it is in a flattened tree, and a hard link may name a file
-/// below.
-pub(crate) fn unpack_to_store<R: Read + Send>(
-    sources: Vec<Source<R>>,
-    dest: &Path,
-    opts: &Options,
-    layers: &Layers,
-    linker: &mut Linker,
-    below: Option<&Path>,
-) -> Result<(Changes, Vec<Option<Streamed>>)> {
-    if dest.exists() {
-        return err(format!("{} exists already", dest.display()));
-    }
-    if dest.file_name().is_none() {
-        return err(format!("invalid destination {}", dest.display()));
-    }
-    let tmp = partial_path(dest);
-    let _ = remove_tree(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
-    let variant = super::layers::variant(opts);
-    let below = match below {
-        Some(b) => Some(open_dir(b)?),
-        None => None,
-    };
-    let below = below.as_ref().map(|b| b.as_raw_fd());
-    let result = (|| {
-        let root = open_dir(&tmp)?;
-        let mut total = Changes::default();
-        let mut streamed = Vec::new();
-        // Per layer: its draft (made here) or record (stored), and the files it gave.
-        let mut applied: Vec<(Option<Draft>, Option<Record>, String, Vec<Seen>)> = Vec::new();
-        for (i, source) in sources.into_iter().enumerate() {
-            let what = |e: Error| Error(format!("layer {}: {e}", i + 1));
-            let mut seen = Vec::new();
-            let c = match source {
-                Source::Stream(layer) => {
-                    let draft = layers.draft().map_err(Error)?;
-                    let file = draft.create("tar-split.zst").map_err(Error)?;
-                    let rec = Recorder::new(file).map_err(|e| Error(format!("tar-split: {e}")))?;
-                    let (c, s) = apply_layer_to(
-                        layer,
-                        root.as_raw_fd(),
-                        opts,
-                        total.bytes,
-                        &mut Files::Record { linker: &mut *linker, rec: rec.clone(), seen: &mut seen },
-                        below,
-                    )
-                    .map_err(what)?;
-                    rec.finish().map_err(|e| what(Error(format!("tar-split: {e}"))))?;
-                    let mut by_key: std::collections::HashMap<Key, (u64, u32)> = Default::default();
-                    for f in &seen {
-                        let e = by_key.entry(f.key).or_default();
-                        e.0 = e.0.max(f.blocks);
-                        e.1 += 1;
-                    }
-                    let entries = by_key
-                        .into_iter()
-                        .map(|(key, (blocks, count))| super::layers::Entry { key, blocks, count })
-                        .collect();
-                    let meta = Meta {
-                        diff_id: c.diff_ids[0].clone(),
-                        size: c.bytes,
-                        files: seen.len() as u64,
-                        changes: Changes { diff_ids: Vec::new(), ..c.clone() },
-                    };
-                    draft.finish(&meta, entries).map_err(Error)?;
-                    streamed.push(Some(s));
-                    applied.push((Some(draft), None, c.diff_ids[0].clone(), seen));
-                    c
-                }
-                Source::Stored(record) => {
-                    if total.bytes.saturating_add(record.meta.size) > opts.max_unpacked {
-                        return Err(what(Error(format!(
-                            "unpacked size exceeds the limit of {} bytes (--max-unpacked-size)",
-                            opts.max_unpacked
-                        ))));
-                    }
-                    let file = record.tar_split().map_err(Error)?;
-                    let replay = Replay::open(file, None).map_err(|e| what(Error(format!("tar-split: {e}"))))?;
-                    let c = apply_stream(
-                        replay.clone(),
-                        root.as_raw_fd(),
-                        opts,
-                        &mut Files::Replay { linker: &mut *linker, replay, seen: &mut seen },
-                        below,
-                    )
-                    .map_err(what)?;
-                    let c = Changes { bytes: record.meta.size, diff_ids: vec![record.meta.diff_id.clone()], ..c };
-                    streamed.push(None);
-                    let diff_id = record.meta.diff_id.clone();
-                    applied.push((None, Some(record), diff_id, seen));
-                    c
-                }
-            };
-            total.device_nodes_skipped += c.device_nodes_skipped;
-            total.setid_bits_stripped += c.setid_bits_stripped;
-            total.ownership_taken += c.ownership_taken;
-            total.xattrs_skipped += c.xattrs_skipped;
-            total.entries += c.entries;
-            total.bytes += c.bytes;
-            total.diff_ids.extend(c.diff_ids);
-        }
-        // What the image does not show of each layer is pinned in the layer's record; then
-        // the new records are published.
-        for (draft, record, diff_id, seen) in applied {
-            let pins = shadowed(root.as_raw_fd(), &seen);
-            match (draft, record) {
-                (Some(d), _) => {
-                    for k in &pins {
-                        super::layers::pin(d.dir(), linker.objects, k).map_err(Error)?;
-                    }
-                    d.publish(layers, linker.objects, &diff_id, variant, &pins).map_err(Error)?;
-                }
-                (None, Some(r)) => {
-                    for k in &pins {
-                        super::layers::pin(&r.dir, linker.objects, k).map_err(Error)?;
-                    }
-                }
-                (None, None) => {}
-            }
-        }
-        total.layout = LAYOUT_OBJECTS;
-        total.tree_bytes = tree_disk(root.as_raw_fd())?;
-        Ok((total, streamed))
-    })();
-    match result {
-        Ok(c) => match std::fs::rename(&tmp, dest) {
-            Ok(()) => Ok(c),
-            Err(_) if dest.is_dir() => {
-                let _ = remove_tree(&tmp);
-                Ok(c)
-            }
-            Err(e) => {
-                let _ = remove_tree(&tmp);
-                err(format!("rename into {}: {e}", dest.display()))
-            }
-        },
-        Err(e) => {
-            let _ = remove_tree(&tmp);
-            Err(e)
-        }
-    }
-}
-
-/// The objects of `seen` no longer at their path in the tree under `root`.
-fn shadowed(root: RawFd, seen: &[Seen]) -> Vec<Key> {
-    let mut out = Vec::new();
-    let mut cached: Option<(&[String], Option<OwnedFd>)> = None;
-    for s in seen {
-        if cached.as_ref().is_none_or(|(p, _)| *p != s.parent.as_slice()) {
-            cached = Some((&s.parent, open_beneath(root, &s.parent, "").ok()));
-        }
-        let parent = cached.as_ref().and_then(|(_, fd)| fd.as_ref());
-        let shown = parent.and_then(|p| lstat_at(p.as_raw_fd(), &s.name)).is_some_and(|st| st.st_ino == s.ino);
-        if !shown {
-            out.push(s.key);
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
-}
-
-/// Disk bytes of everything in the tree under `dir` but its regular files (directories,
-/// symlinks, device nodes): what an image's tree holds of its own.
-fn tree_disk(dir: RawFd) -> Result<u64> {
-    // SAFETY: st is plain data the kernel fills.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: valid fd and pointer.
-    unsafe { libc::fstat(dir, &mut st) };
-    let mut total = st.st_blocks as u64 * 512;
-    for name in list_dir(dir)? {
-        let Some(st) = lstat_at(dir, &name) else { continue };
-        match st.st_mode & libc::S_IFMT {
-            libc::S_IFREG => {}
-            libc::S_IFDIR => {
-                // SAFETY: valid C string and dirfd; O_NOFOLLOW: never through a symlink.
-                let fd = unsafe {
-                    libc::openat(
-                        dir,
-                        cstr(&name).as_ptr(),
-                        libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    )
-                };
-                if fd >= 0 {
-                    // SAFETY: a new fd we own.
-                    let sub = unsafe { OwnedFd::from_raw_fd(fd) };
-                    total += tree_disk(sub.as_raw_fd())?;
-                }
-            }
-            _ => total += st.st_blocks as u64 * 512,
-        }
-    }
-    Ok(total)
 }
 
 /// A reader that hashes and counts what passes through it.
@@ -506,7 +290,7 @@ pub struct Streamed {
 }
 
 /// [`apply_layer`], regular files going where `files` says.
-fn apply_layer_to<R: Read + Send>(
+pub(crate) fn apply_layer_to<R: Read + Send>(
     layer: Layer<R>,
     root: RawFd,
     opts: &Options,
@@ -554,7 +338,7 @@ fn apply_layer_to<R: Read + Send>(
 
 /// Applies the tar read from `reader`, then reads it to its end (trailing padding counts
 /// towards both digests, and a tar-split keeps it).
-fn apply_stream<R: Read>(
+pub(crate) fn apply_stream<R: Read>(
     reader: R,
     root: RawFd,
     opts: &Options,
@@ -749,7 +533,7 @@ fn set_opaque(dir: RawFd, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
+pub(crate) fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
     let path = if comps.is_empty() { ".".to_string() } else { comps.join("/") };
     let resolve = sys::RESOLVE_BENEATH | sys::RESOLVE_NO_SYMLINKS | sys::RESOLVE_NO_MAGICLINKS;
     sys::openat2(root, &path, libc::O_PATH | libc::O_DIRECTORY, resolve).or_else(|e| match e.raw_os_error() {
@@ -762,7 +546,7 @@ fn open_beneath(root: RawFd, comps: &[String], what: &str) -> Result<OwnedFd> {
     })
 }
 
-fn open_dir(p: &Path) -> Result<OwnedFd> {
+pub(crate) fn open_dir(p: &Path) -> Result<OwnedFd> {
     let c = CString::new(p.as_os_str().as_bytes()).map_err(|_| Error("path with NUL".into()))?;
     // SAFETY: valid C string.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) };
@@ -774,7 +558,7 @@ fn open_dir(p: &Path) -> Result<OwnedFd> {
 }
 
 /// lstat of `name` in `dir`, or None.
-fn lstat_at(dir: RawFd, name: &str) -> Option<libc::stat> {
+pub(crate) fn lstat_at(dir: RawFd, name: &str) -> Option<libc::stat> {
     // SAFETY: st is plain data the kernel fills.
     let mut st: libc::stat = unsafe { std::mem::zeroed() };
     let c = cstr(name);
@@ -812,7 +596,7 @@ fn remove_at(dir: RawFd, name: &str) -> Result<()> {
     Ok(())
 }
 
-fn list_dir(fd: RawFd) -> Result<Vec<String>> {
+pub(crate) fn list_dir(fd: RawFd) -> Result<Vec<String>> {
     // A readable fd on the directory (fd may be O_PATH, which reads as empty); fdopendir takes
     // ownership of it.
     // SAFETY: valid C string and dirfd.
