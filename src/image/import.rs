@@ -715,6 +715,9 @@ pub fn migrate(store: &Store, opts: &Options) -> Result<Vec<Migrated>, String> {
         })();
         out.push((d, r));
     }
+    // The disk figures cached for `images` and `system df` (keyed by the index, which a
+    // migration does not change) are stale.
+    let _ = fs::remove_file(store.root.join("usage.json"));
     Ok(out)
 }
 
