@@ -57,6 +57,11 @@ fn tar_hard_link(work: &Path, name: &str, target: &str) -> PathBuf {
 /// A docker-archive of the layer tars `layers` (in order) named `name`, readable by every
 /// user.
 fn archive(dir: &Path, name: &str, layers: &[PathBuf]) -> PathBuf {
+    archive_with(dir, name, layers, |_| {})
+}
+
+/// [`archive`], the config's DiffIDs changed by `edit` first.
+fn archive_with(dir: &Path, name: &str, layers: &[PathBuf], edit: impl Fn(&mut Vec<String>)) -> PathBuf {
     let work = dir.join(format!("{}-archive", unique()));
     std::fs::create_dir_all(&work).unwrap();
     let mut files = Vec::new();
@@ -67,6 +72,7 @@ fn archive(dir: &Path, name: &str, layers: &[PathBuf]) -> PathBuf {
         diff_ids.push(sha256_file(&work.join(&f)));
         files.push(f);
     }
+    edit(&mut diff_ids);
     let config = serde_json::json!({
         "architecture": std::env::consts::ARCH.replace("x86_64", "amd64").replace("aarch64", "arm64"),
         "os": "linux",
@@ -363,6 +369,8 @@ for e in {entries}:
         data = e[2].encode(); i.size = len(data); i.mode = 0o644; i.mtime = e[3]; t.addfile(i, io.BytesIO(data))
     elif k == 'l':
         i.type = tarfile.LNKTYPE; i.linkname = e[2]; t.addfile(i)
+    elif k == 'fifo':
+        i.type = tarfile.FIFOTYPE; i.mode = 0o644; t.addfile(i)
     elif k == 'pax-d':
         i.type = tarfile.DIRTYPE; i.mode = 0o755; i.mtime = 1700000000
         i.pax_headers = {{kk: vv.decode('utf-8', 'surrogateescape') for kk, vv in e[2].items()}}
@@ -539,5 +547,63 @@ fn a_last_layer_may_delete_a_directory_and_make_it_anew() {
         assert_ne!(code(&o), 0, "{m:?}: a hard link to a hidden file was made");
         assert!(stderr(&o).contains("does not exist"), "{m:?}: {}", stderr(&o));
         let _ = std::fs::remove_dir_all(&base);
+    }
+}
+
+#[test]
+fn an_image_whose_config_names_a_path_for_a_layer_is_refused() {
+    // The eleventh red team's: a DiffID of `../chains/<chain>/evil/x` made the store look for
+    // a layer record inside the image's own tree, and replaying it made root link a file the
+    // image chose into any directory (a pins symlink): a cron file as root, a setuid copy of
+    // `id` in a user's directory, a sandbox whose root was the host's /etc.
+    let f = fixtures();
+    for m in modes() {
+        let store = m.scratch_dir("store");
+        let target = m.owned_dir("target");
+        let base = tar_layer(&f.dir, m.rootfs(), false);
+        let top = tar_py(&f.dir, "[('f', 'x', 'x\\n', 1)]");
+        for bad in ["../chains/x/evil/x", "sha256:../../../../tmp/x", "sha256:ABCDEF", "x"] {
+            let arch =
+                archive_with(&f.dir, "localhost/t/path:1", &[base.clone(), top.clone()], |d| d[1] = bad.to_string());
+            let o = store_cmd(m, &store).arg("import").arg(&arch).output().unwrap();
+            assert_ne!(code(&o), 0, "{m:?}: {bad}: imported");
+            assert!(stderr(&o).contains("not a sha256 digest"), "{m:?}: {bad}: {}", stderr(&o));
+            let o = store_cmd(m, &store)
+                .arg("import")
+                .arg(&archive_with(&f.dir, "localhost/t/path:2", &[base.clone(), top.clone()], |d| {
+                    d[0] = bad.to_string()
+                }))
+                .output()
+                .unwrap();
+            assert_ne!(code(&o), 0, "{m:?}: {bad} as the first layer: imported");
+        }
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "{m:?}");
+    }
+}
+
+#[test]
+fn hard_links_past_the_limit_to_a_fifo_are_refused_at_once() {
+    // The eleventh red team's: past the link limit the store re-keyed a hard link's target by
+    // reading it: a device (as root /dev/zero read without end) or a FIFO (blocked for good,
+    // with the store's collection lock held).
+    if !is_root() {
+        skip("hard_links_past_the_limit_to_a_fifo_are_refused_at_once", "heavy: run as root only");
+        return;
+    }
+    let f = fixtures();
+    for m in modes() {
+        let store = m.scratch_dir("store");
+        let layer = tar_py(&f.dir, "[('fifo', 'p')] + [('l', 'l%d' % i, 'p') for i in range(65001)]");
+        let mut c = store_cmd(m, &store);
+        c.arg("import").arg(archive(&f.dir, "localhost/t/fifo:1", &[layer]));
+        let mut child = c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let done = eventually(120, || child.try_wait().unwrap().is_some());
+        if !done {
+            let _ = child.kill();
+        }
+        let o = child.wait_with_output().unwrap();
+        assert!(done, "{m:?}: the import hung on a FIFO");
+        assert_ne!(code(&o), 0, "{m:?}: imported");
+        assert!(stderr(&o).contains("refused"), "{m:?}: {}", stderr(&o));
     }
 }

@@ -71,6 +71,9 @@ fn write_archive(store: &Store, name: &str, desc: &Descriptor, format: &str, out
         let r = records
             .find_any(diff_id)
             .ok_or_else(|| format!("layer {}: neither its blob nor its record is in the store", l.digest))?;
+        if !crate::image::layers::valid_diff_id(diff_id) || r.meta.diff_id != *diff_id {
+            return Err(format!("layer {}: its record is not of DiffID {diff_id}: the store is damaged", l.digest));
+        }
         layers.push(Descriptor {
             media_type: if docker { DOCKER_LAYER.into() } else { MEDIA_LAYER.into() },
             digest: diff_id.clone(),

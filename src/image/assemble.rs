@@ -7,8 +7,8 @@ use super::layers::{Draft, Layers, Meta, Record};
 use super::objects::{Key, Linker};
 use super::tarsplit::{Recorder, Replay};
 use super::unpack::{
-    apply_layer_to, apply_stream, err, list_dir, lstat_at, open_beneath, open_dir, partial_path, remove_tree, Changes,
-    Error, Files, Layer, Options, Result, Seen, Streamed, LAYOUT_OBJECTS,
+    apply_layer_to, apply_stream, err, into_place, list_dir, lstat_at, open_beneath, open_dir, partial_path,
+    remove_tree, Changes, Error, Files, Layer, Options, Result, Seen, Streamed, LAYOUT_OBJECTS,
 };
 use crate::sys::cstr;
 use std::io::Read;
@@ -162,23 +162,7 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
         total.tree_bytes = tree_disk(root.as_raw_fd())?;
         Ok((total, streamed))
     })();
-    match result {
-        Ok(c) => match std::fs::rename(&tmp, dest) {
-            Ok(()) => Ok(c),
-            Err(_) if dest.is_dir() => {
-                let _ = remove_tree(&tmp);
-                Ok(c)
-            }
-            Err(e) => {
-                let _ = remove_tree(&tmp);
-                err(format!("rename into {}: {e}", dest.display()))
-            }
-        },
-        Err(e) => {
-            let _ = remove_tree(&tmp);
-            Err(e)
-        }
-    }
+    into_place(result, &tmp, dest)
 }
 
 /// The objects of `seen` no longer at their path in the tree under `root`.

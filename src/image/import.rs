@@ -471,6 +471,7 @@ pub(crate) fn finish(
     let opts = &store.unpack_options(opts);
     let config: ImageConfig =
         serde_json::from_slice(&store.read_blob(&manifest.config.digest)?).map_err(|e| format!("image config: {e}"))?;
+    check_names(&manifest.layers, &config.rootfs.diff_ids)?;
     if config.rootfs.diff_ids.len() != manifest.layers.len() {
         return Err(format!(
             "image config lists {} layers, the manifest {}",
@@ -521,6 +522,7 @@ pub(crate) fn build(
     dest: &Path,
     opts: &Options,
 ) -> Result<Changes, String> {
+    check_names(layers, diff_ids)?;
     let objects = store.objects()?;
     let recs = store.layers()?;
     let variant = super::layers::variant(opts);
@@ -614,6 +616,23 @@ pub(crate) fn build(
     }
     total.chain = Some(chain);
     Ok(total)
+}
+
+/// Every layer digest and DiffID an image names is a sha256 digest: they name records,
+/// chains and blobs in the store, and nothing an image says may become another path (a red
+/// team's DiffID `../chains/<...>/evil/x` made root link a file of the image's choosing into
+/// any directory).
+fn check_names(layers: &[Descriptor], diff_ids: &[String]) -> Result<(), String> {
+    for d in diff_ids {
+        if !super::layers::valid_diff_id(d) {
+            return Err(format!("image config: DiffID {d:?} is not a sha256 digest: refused"));
+        }
+    }
+    for l in layers {
+        crate::reference::parse_digest(&l.digest)
+            .map_err(|e| format!("manifest: layer digest {:?}: {e}: refused", l.digest))?;
+    }
+    Ok(())
 }
 
 fn add_changes(total: &mut Changes, c: &Changes, bytes: u64) {

@@ -128,11 +128,7 @@ pub struct Layers {
     tmp: PathBuf,
 }
 
-fn unique() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static N: AtomicU64 = AtomicU64::new(0);
-    N.fetch_add(1, Ordering::Relaxed)
-}
+use super::objects::unique;
 
 impl Layers {
     pub fn open(store_root: &Path) -> Result<Layers, String> {
@@ -146,12 +142,19 @@ impl Layers {
         Ok(Layers { path, tmp: store_root.join("tmp") })
     }
 
+    /// The directory of the record of `diff_id` (a sha256 digest, checked by callers: see
+    /// [`valid_diff_id`]) unpacked as `variant`.
     pub fn dir(&self, diff_id: &str, variant: &str) -> PathBuf {
         self.path.join(format!("{}-{variant}", diff_id.trim_start_matches("sha256:")))
     }
 
-    /// The record of `diff_id` unpacked as `variant`.
+    /// The record of `diff_id` unpacked as `variant`; none for what is not a sha256 digest
+    /// (an image's config names its DiffIDs: a name with `/` or `..` in it must never become
+    /// a path, as a red team's `../chains/...` did).
     pub fn find(&self, diff_id: &str, variant: &str) -> Option<Record> {
+        if !valid_diff_id(diff_id) {
+            return None;
+        }
         Record::open(&self.dir(diff_id, variant))
     }
 
@@ -248,16 +251,27 @@ impl Draft {
 /// Pins the object `key` in the record (or draft) directory `dir`.
 pub fn pin(dir: &Path, objects: &Objects, key: &Key) -> Result<(), String> {
     let pins = dir.join("pins");
-    if !pins.is_dir() {
-        match std::fs::create_dir(&pins) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(format!("{}: {e}", pins.display())),
-        }
+    match std::fs::create_dir(&pins) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("{}: {e}", pins.display())),
     }
-    let fd = crate::sys::open(&crate::sys::cpath(&pins), libc::O_PATH | libc::O_DIRECTORY, "a layer's pins")?;
+    // Never through a link: the record is the store's own, and so must its pins be.
+    let fd = crate::sys::open(
+        &crate::sys::cpath(&pins),
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_NOFOLLOW,
+        "a layer's pins",
+    )?;
     use std::os::fd::AsRawFd;
     objects.link_any(key, fd.as_raw_fd(), &crate::sys::cstr(objects::hex(key)))
+}
+
+/// Whether `d` is a DiffID the store can name a record or chain by: `sha256:` and 64
+/// lowercase hex digits. An image's config and manifest are checked with it before anything
+/// they name becomes a path.
+pub fn valid_diff_id(d: &str) -> bool {
+    d.strip_prefix("sha256:")
+        .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
 }
 
 /// The DiffID-verified bytes of a recorded layer: its tar, recreated from the tar-split and

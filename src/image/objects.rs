@@ -154,7 +154,8 @@ pub struct Objects {
     tmp: PathBuf,
 }
 
-fn unique() -> u64 {
+/// A number this process has not used before (for temporary names).
+pub(crate) fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
     N.fetch_add(1, Ordering::Relaxed)

@@ -130,21 +130,26 @@ pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &O
         }
         Ok(total)
     })();
+    into_place(result, &tmp, dest)
+}
+
+/// A tree built at `tmp` renamed to `dest` if `result` is Ok, removed otherwise. Another
+/// process that made `dest` first made it from the same inputs: its copy is as good as ours.
+pub(crate) fn into_place<T>(result: Result<T>, tmp: &Path, dest: &Path) -> Result<T> {
     match result {
-        Ok(c) => match std::fs::rename(&tmp, dest) {
+        Ok(c) => match std::fs::rename(tmp, dest) {
             Ok(()) => Ok(c),
-            // Another process unpacked the same image first: its copy is as good as ours.
             Err(_) if dest.is_dir() => {
-                let _ = remove_tree(&tmp);
+                let _ = remove_tree(tmp);
                 Ok(c)
             }
             Err(e) => {
-                let _ = remove_tree(&tmp);
+                let _ = remove_tree(tmp);
                 err(format!("rename into {}: {e}", dest.display()))
             }
         },
         Err(e) => {
-            let _ = remove_tree(&tmp);
+            let _ = remove_tree(tmp);
             Err(e)
         }
     }
@@ -504,13 +509,27 @@ pub fn hidden_below(top: &Path, rel: &str) -> bool {
 
 /// The object key of the regular file `name` in `dir`: its content's hash and metadata.
 fn key_of_file(dir: RawFd, name: &str) -> std::result::Result<Key, String> {
-    // SAFETY: valid C string and dirfd; O_NOFOLLOW: the file itself.
-    let fd = unsafe { libc::openat(dir, cstr(name).as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+    // A regular file only: a device or a FIFO of the image (a red team's /dev/zero read
+    // without end, a FIFO that never opened) is never opened.
+    let regular = |st: &libc::stat| st.st_mode & libc::S_IFMT == libc::S_IFREG;
+    if !lstat_at(dir, name).is_some_and(|st| regular(&st)) {
+        return Err("more hard links than the filesystem allows to what is not a regular file: refused".into());
+    }
+    // SAFETY: valid C string and dirfd; O_NOFOLLOW: the file itself; O_NONBLOCK: never waits.
+    let fd = unsafe {
+        libc::openat(dir, cstr(name).as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+    };
     if fd < 0 {
         return Err(io::Error::last_os_error().to_string());
     }
     // SAFETY: a new fd we own.
     let mut f = unsafe { std::fs::File::from_raw_fd(fd) };
+    // SAFETY: st is plain data the kernel fills.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: valid fd and pointer.
+    if unsafe { libc::fstat(f.as_raw_fd(), &mut st) } != 0 || !regular(&st) {
+        return Err("a hard link's target is not a regular file: refused".into());
+    }
     let mut h = Sha256::new();
     io::copy(&mut f, &mut h).map_err(|e| e.to_string())?;
     key_of(&h.finalize().into(), f.as_raw_fd())
