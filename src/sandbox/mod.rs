@@ -529,8 +529,10 @@ fn validate(spec: &Spec) -> Result<PathBuf, Error> {
             return Err(usage(format!("image layer tree {} is not a directory", l.display())));
         }
     }
-    if spec.binds.len() + spec.layers.len() + 2 > sys::MAX_FDS {
-        return Err(usage(format!("{} -v binds: at most {}", spec.binds.len(), sys::MAX_FDS - 2 - spec.layers.len())));
+    // Each bind and each image layer over the rootfs is one more fd of the supervisor's message.
+    if spec.binds.len() + spec.layers.len() >= sys::MAX_FDS {
+        let most = (sys::MAX_FDS - 1).saturating_sub(spec.layers.len());
+        return Err(usage(format!("{} -v binds: at most {most}", spec.binds.len())));
     }
     for t in &spec.tmpfs {
         check_target(&t.target, "--tmpfs")?;
