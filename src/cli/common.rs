@@ -113,9 +113,9 @@ pub struct Common {
     per_test: String,
     /// Use the toolchain images' read-only caches (default on): work every instance repeats
     /// whatever the prediction, done once when the image was built (C++: Catch2's main in a
-    /// ccache; Rust: the vendored crates compiled; Java: class data archives for javac and
-    /// the JUnit launcher). Each tool checks a hit by content; `off` (or POLYSANDBOX_CACHES=off)
-    /// builds everything in the sandbox, for comparison.
+    /// ccache; Rust: the vendored crates compiled; Go: std built in the runner's environment;
+    /// Java: class data archives for javac and the JUnit launcher). Each tool checks a hit by
+    /// content; `off` (or POLYSANDBOX_CACHES=off) builds everything in the sandbox.
     #[arg(long, value_parser = ["on", "off"], value_name = "on|off")]
     caches: Option<String>,
     /// Per-test wall-clock limit where tests run one per process: a test past it is stopped

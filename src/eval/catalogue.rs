@@ -265,4 +265,26 @@ mod tests {
         assert!(m.measuring && m.test.last().unwrap() == "x", "{m:?}");
         std::fs::remove_file(&dir).unwrap();
     }
+
+    #[test]
+    fn caches_are_the_built_in_images_own() {
+        let cat = load(None, &[]).unwrap();
+        let cpp = &cat["cpp"];
+        assert_eq!(cpp.cache_env, ["CMAKE_CXX_COMPILER_LAUNCHER=ccache"]);
+        let on = cpp.clone().cached(true);
+        assert!(on.env.ends_with(&cpp.cache_env) && on.cache_env.is_empty(), "{on:?}");
+        let off = cpp.clone().cached(false);
+        assert_eq!(off.env, cpp.env);
+        assert!(off.cache_env.is_empty());
+        // Another image, by --image or a config's `image`, may not have them.
+        assert!(load(None, &["cpp=docker.io/library/gcc:12".into()]).unwrap()["cpp"].cache_env.is_empty());
+        let dir = std::env::temp_dir().join(format!("ps-cat-caches-{}", std::process::id()));
+        std::fs::write(&dir, "[rust]\nimage = \"docker.io/library/rust:1.85\"\n[go]\ntimeout = \"9s\"\n").unwrap();
+        let cat = load(Some(&dir), &[]).unwrap();
+        assert!(cat["rust"].cache_env.is_empty());
+        assert_eq!(cat["go"].cache_env, ["GOCACHE=/opt/polysandbox/go-build"]);
+        std::fs::write(&dir, "[rust]\nimage = \"x\"\ncache_env = [\"A=b\"]\n").unwrap();
+        assert_eq!(load(Some(&dir), &[]).unwrap()["rust"].cache_env, ["A=b"]);
+        std::fs::remove_file(&dir).unwrap();
+    }
 }
