@@ -10,6 +10,10 @@ and test, same environment) in the same unpacked images through plain `chroot` o
 with no namespaces beyond a private mount table, no limits and no measurement, at the same
 --jobs. Prints per-language resolved counts, whether the runs agree, and wall times with the
 ratio eval/baseline. Exits non-zero when gold misses, stub resolves, or the runs disagree.
+
+The baseline runs without the images' read-only caches (the catalogue's `cache_env`), which
+eval uses by default: for the same work on both sides, run this with POLYSANDBOX_CACHES=off
+(eval reads it).
 """
 import argparse
 import concurrent.futures as cf

@@ -42,7 +42,7 @@ mkdir -p .cache
 # at a time leaves a core idle about a third of the time (its last long test); two lanes keep
 # both busy. Every suite in tests/ not named in a lane runs in the first phase.
 # (--no-fail-fast: a failing suite does not hide the others' results. pipefail is set.)
-LANE_A="multi_swebench verdicts"
+LANE_A="multi_swebench verdicts caches"
 LANE_B="eval swebench project predictions"
 quick=()
 for f in tests/*.rs; do

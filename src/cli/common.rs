@@ -111,6 +111,13 @@ pub struct Common {
     /// boundaries in the others (pytest, jest, JUnit). `off` runs the runner's plain command.
     #[arg(long, default_value = "on", value_parser = ["on", "off"], value_name = "on|off")]
     per_test: String,
+    /// Use the toolchain images' read-only caches (default on): work every instance repeats
+    /// whatever the prediction, done once when the image was built (C++: Catch2's main in a
+    /// ccache; Rust: the vendored crates compiled; Go: std built in the runner's environment;
+    /// Java: class data archives for javac and the JUnit launcher). Each tool checks a hit by
+    /// content; `off` (or POLYSANDBOX_CACHES=off) builds everything in the sandbox.
+    #[arg(long, value_parser = ["on", "off"], value_name = "on|off")]
+    caches: Option<String>,
     /// Per-test wall-clock limit where tests run one per process: a test past it is stopped
     /// and failed, the others go on.
     #[arg(long, value_parser = units::parse_duration, allow_hyphen_values = true)]
@@ -156,6 +163,11 @@ impl Common {
         }
         o.run_id = self.run_id;
         o.network_host = self.network == "host";
+        o.caches = match (self.caches.as_deref(), std::env::var("POLYSANDBOX_CACHES").ok().as_deref()) {
+            (Some(v), _) | (None, Some(v @ ("on" | "off"))) => v == "on",
+            (None, None | Some("")) => true,
+            (None, Some(v)) => return Err(format!("POLYSANDBOX_CACHES={v:?}: expected on or off")),
+        };
         o.per_test = crate::eval::catalogue::PerTest {
             on: self.per_test == "on",
             timeout: self.test_timeout,

@@ -135,7 +135,9 @@ fn test(a: TestArgs) -> Result<i32, String> {
     if !per_test.on && (a.test_timeout.is_some() || a.test_memory.is_some() || a.test_cpu_time.is_some()) {
         return Err("--test-timeout, --test-memory and --test-cpu-time need --per-test on".into());
     }
-    let runner = cat[&a.runner].measured(&per_test);
+    // The image's read-only caches, as eval uses them (POLYSANDBOX_CACHES=off: not).
+    let caches = std::env::var("POLYSANDBOX_CACHES").map_or(true, |v| v != "off");
+    let runner = cat[&a.runner].measured(&per_test).cached(caches);
     if per_test.on && !runner.measuring {
         eprintln!("polysandbox: note: runner {} has no measured command: tests are not measured one by one", a.runner);
     }

@@ -48,6 +48,13 @@ pub struct Runner {
     pub cpus: f64,
     #[serde(default)]
     pub env: Vec<String>,
+    /// More environment, only with the image's read-only caches on (`eval --caches on`, the
+    /// default): what points the toolchain at caches the image was built with (ccache's
+    /// prewarmed Catch2 main, cargo's prebuilt dependencies, the JVM's class data archives).
+    /// Each tool decides a hit by its own content check, so verdicts are the same without.
+    /// Dropped when a config or `--image` names another image without giving its own.
+    #[serde(default)]
+    pub cache_env: Vec<String>,
     /// The files the test command writes into `{report}` (default: the parser's, see
     /// parsers::report_files): each is a FIFO the host reads, in a directory the sandbox cannot
     /// write.
@@ -148,6 +155,18 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// This runner with its image's caches in use (`on`), or not: `cache_env` joins `env`.
+    pub fn cached(mut self, on: bool) -> Runner {
+        if on {
+            self.env.append(&mut self.cache_env);
+        } else {
+            self.cache_env.clear();
+        }
+        self
+    }
+}
+
 pub type Catalogue = BTreeMap<String, Runner>;
 
 /// A config table's keys over the built-in entry's. A config that changes how the tests run or
@@ -163,6 +182,10 @@ fn merge(base: &mut toml::Table, over: &toml::Table) {
     }
     if sets(&["repo_test", "repo_parser"]) && !sets(&["measured_repo_test"]) {
         base.remove("measured_repo_test");
+    }
+    // The built-in caches are the built-in image's: another image may not have them.
+    if sets(&["image"]) && !sets(&["cache_env"]) {
+        base.remove("cache_env");
     }
     for (k, v) in over {
         base.insert(k.clone(), v.clone());
@@ -192,6 +215,7 @@ pub fn load(config: Option<&Path>, images: &[String]) -> Result<Catalogue, Strin
         let entry =
             tables.get_mut(lang).ok_or_else(|| format!("--image {spec}: no language {lang:?} in the catalogue"))?;
         entry.insert("image".into(), toml::Value::String(image.to_string()));
+        entry.remove("cache_env");
     }
     let mut cat = Catalogue::new();
     for (lang, t) in tables {
@@ -239,6 +263,28 @@ mod tests {
         std::fs::write(&dir, "[python]\ntest = [\"t\"]\nmeasured_test = [\"{each}\", \"x\"]\n").unwrap();
         let m = load(Some(&dir), &[]).unwrap()["python"].measured(&on);
         assert!(m.measuring && m.test.last().unwrap() == "x", "{m:?}");
+        std::fs::remove_file(&dir).unwrap();
+    }
+
+    #[test]
+    fn caches_are_the_built_in_images_own() {
+        let cat = load(None, &[]).unwrap();
+        let cpp = &cat["cpp"];
+        assert_eq!(cpp.cache_env, ["CMAKE_CXX_COMPILER_LAUNCHER=ccache"]);
+        let on = cpp.clone().cached(true);
+        assert!(on.env.ends_with(&cpp.cache_env) && on.cache_env.is_empty(), "{on:?}");
+        let off = cpp.clone().cached(false);
+        assert_eq!(off.env, cpp.env);
+        assert!(off.cache_env.is_empty());
+        // Another image, by --image or a config's `image`, may not have them.
+        assert!(load(None, &["cpp=docker.io/library/gcc:12".into()]).unwrap()["cpp"].cache_env.is_empty());
+        let dir = std::env::temp_dir().join(format!("ps-cat-caches-{}", std::process::id()));
+        std::fs::write(&dir, "[rust]\nimage = \"docker.io/library/rust:1.85\"\n[go]\ntimeout = \"9s\"\n").unwrap();
+        let cat = load(Some(&dir), &[]).unwrap();
+        assert!(cat["rust"].cache_env.is_empty());
+        assert_eq!(cat["go"].cache_env, ["GOCACHE=/opt/polysandbox/go-build"]);
+        std::fs::write(&dir, "[rust]\nimage = \"x\"\ncache_env = [\"A=b\"]\n").unwrap();
+        assert_eq!(load(Some(&dir), &[]).unwrap()["rust"].cache_env, ["A=b"]);
         std::fs::remove_file(&dir).unwrap();
     }
 }

@@ -84,6 +84,8 @@ pub struct Options {
     pub strict: bool,
     /// Per-test resource usage and limits (see crate::measure).
     pub per_test: super::catalogue::PerTest,
+    /// The images' read-only caches in use (the runners' `cache_env`); default on.
+    pub caches: bool,
     /// SWE-bench's --report_dir: where its run report goes too.
     pub report_dir: Option<PathBuf>,
     /// What was graded, for people (the Markdown summary's title line): "gold (the dataset's
@@ -130,6 +132,7 @@ impl Options {
             controls: ControlMode::Run,
             strict: false,
             per_test: super::catalogue::PerTest { on: true, ..Default::default() },
+            caches: true,
             report_dir: None,
             label: String::new(),
             summary_md: None,

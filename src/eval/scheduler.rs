@@ -295,7 +295,7 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
             fresh.push(r);
             continue;
         }
-        let runner = runner.measured(&o.per_test);
+        let runner = runner.measured(&o.per_test).cached(o.caches);
         let memory = match o.memory {
             Some(m) => m,
             None => crate::units::parse_size(&runner.memory)
