@@ -570,7 +570,7 @@ fn an_image_whose_config_names_a_path_for_a_layer_is_refused() {
             assert!(stderr(&o).contains("not a sha256 digest"), "{m:?}: {bad}: {}", stderr(&o));
             let o = store_cmd(m, &store)
                 .arg("import")
-                .arg(&archive_with(&f.dir, "localhost/t/path:2", &[base.clone(), top.clone()], |d| {
+                .arg(archive_with(&f.dir, "localhost/t/path:2", &[base.clone(), top.clone()], |d| {
                     d[0] = bad.to_string()
                 }))
                 .output()
