@@ -86,13 +86,21 @@ fn main() {
         "/var/lib/polysandbox".into()
     };
     let image = format!("127.0.0.1:{port}/bench/python:bookworm");
+    // The store keeps layers as files and records: skopeo reads what `save` writes (its
+    // uncompressed layers are gzipped on the way into the registry).
+    let saved = std::env::temp_dir().join(format!("bench-pull-{}.oci.tar", std::process::id()));
+    sh(Command::new(&bin)
+        .args(["save", "--root", &default_store, "--format", "oci-archive", "-o"])
+        .arg(&saved)
+        .arg("localhost/polysandbox/python:bookworm"));
     sh(Command::new("skopeo").args([
         "copy",
         "--quiet",
         "--dest-tls-verify=false",
-        &format!("oci:{default_store}/oci:localhost/polysandbox/python:bookworm"),
+        &format!("oci-archive:{}:localhost/polysandbox/python:bookworm", saved.display()),
         &format!("docker://{image}"),
     ]));
+    let _ = std::fs::remove_file(&saved);
     let inspect =
         Command::new("skopeo").args(["inspect", "--tls-verify=false", &format!("docker://{image}")]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&inspect.stdout).unwrap();

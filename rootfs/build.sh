@@ -217,7 +217,11 @@ for lang in "${langs[@]}"; do
     if [ -n "${POLYSANDBOX_ROOT:-}" ]; then store=$POLYSANDBOX_ROOT
     elif [ "$(id -u)" = 0 ]; then store=/var/lib/polysandbox
     else store=${XDG_DATA_HOME:-$HOME/.local/share}/polysandbox; fi
-    skopeo copy --quiet --dest-tls-verify=false "oci:$store/oci:$ref" "docker://$push/polysandbox/$lang:$tag"
+    # The store keeps layers as files and records: skopeo reads what `save` writes.
+    saved=$(mktemp "${TMPDIR:-/tmp}/push-XXXXXX.oci.tar")
+    "$BIN" save --root "$store" --format oci-archive -o "$saved" "$ref"
+    skopeo copy --quiet --dest-tls-verify=false "oci-archive:$saved:$ref" "docker://$push/polysandbox/$lang:$tag"
+    rm -f "$saved"
     echo "pushed $push/polysandbox/$lang:$tag"
   fi
   echo "$ref $tarball"

@@ -1116,7 +1116,11 @@ def build_one(p, args, cache):
             open(marker, "w").close()
     if args.push:
         store = os.environ.get("POLYSANDBOX_ROOT") or ("/var/lib/polysandbox" if os.getuid() == 0 else os.path.join(os.environ.get("XDG_DATA_HOME", os.path.expanduser("~/.local/share")), "polysandbox"))
-        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{store}/oci:docker.io/{ref}", f"docker://{args.push}/{ref}"], check=True)
+        # The store keeps layers as files and records: skopeo reads what `save` writes.
+        with tempfile.TemporaryDirectory() as t:
+            saved = os.path.join(t, "image.oci.tar")
+            subprocess.run([args.bin, "save", "--root", store, "--format", "oci-archive", "-o", saved, f"docker.io/{ref}"], check=True)
+            subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci-archive:{saved}:docker.io/{ref}", f"docker://{args.push}/{ref}"], check=True)
         log(f"pushed {args.push}/{ref}")
     print(f"{ref} {archive}", flush=True)
 

@@ -607,7 +607,11 @@ def build_one(rec, p, args, cache):
         has_host = "/" in ref and ("." in first or ":" in first or first == "localhost")
         name = ref.split("/", 1)[1] if has_host else ref
         canon = ref if has_host else f"docker.io/{ref}"
-        subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci:{store}/oci:{canon}", f"docker://{args.push}/{name}"], check=True)
+        # The store keeps layers as files and records: skopeo reads what `save` writes.
+        with tempfile.TemporaryDirectory() as t:
+            saved = os.path.join(t, "image.oci.tar")
+            subprocess.run([args.bin, "save", "--root", store, "--format", "oci-archive", "-o", saved, canon], check=True)
+            subprocess.run(["skopeo", "copy", "--quiet", "--dest-tls-verify=false", f"oci-archive:{saved}:{canon}", f"docker://{args.push}/{name}"], check=True)
         log(f"pushed {args.push}/{name}")
     print(f"{ref} {archive}")
 

@@ -527,12 +527,7 @@ fn replicas_pulled_through_a_docker_io_mirror_grade_the_same() {
     let store = std::env::var("POLYSANDBOX_ROOT").unwrap_or_else(|_| "/var/lib/polysandbox".into());
     for r in &recs {
         let image = r["image"].as_str().unwrap();
-        let o = Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false"])
-            .arg(format!("oci:{store}/oci:docker.io/{image}"))
-            .arg(format!("docker://127.0.0.1:{port}/{image}"))
-            .output()
-            .unwrap();
+        let o = push_from_store(&store, &format!("docker.io/{image}"), &format!("docker://127.0.0.1:{port}/{image}"));
         assert!(o.status.success(), "push {image}: {}", stderr(&o));
     }
     let conf = dir.join("registries.conf");

@@ -419,3 +419,26 @@ pub fn eventually(secs: u64, mut cond: impl FnMut() -> bool) -> bool {
     }
     cond()
 }
+
+/// Pushes `image` (its canonical name) from the store `store` to `dest` (`docker://...`):
+/// the store keeps layers as files and records, so skopeo reads the archive `save` writes.
+pub fn push_from_store(store: &str, image: &str, dest: &str) -> Output {
+    let tmp = fixtures().dir.join(format!("push-{}.oci.tar", unique()));
+    let saved = Command::new(&fixtures().bin)
+        .args(["save", "--root", store, "--format", "oci-archive", "-o"])
+        .arg(&tmp)
+        .arg(image)
+        .output()
+        .unwrap();
+    if !saved.status.success() {
+        return saved;
+    }
+    let o = Command::new("skopeo")
+        .args(["copy", "--quiet", "--dest-tls-verify=false"])
+        .arg(format!("oci-archive:{}:{image}", tmp.display()))
+        .arg(dest)
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&tmp);
+    o
+}
