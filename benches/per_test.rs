@@ -27,7 +27,7 @@
 //! (cpp,go,java,javascript,python,rust), BENCH_JOBS (2), BENCH_STRICT (0).
 
 mod common;
-use common::binary;
+use common::{binary, median};
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -127,16 +127,6 @@ fn eval(bin: &Path, dataset: &str, lang: &str, jobs: &str, per_test: &str, out: 
     }
     let _ = std::fs::remove_dir_all(out);
     r
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn main() {

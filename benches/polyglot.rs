@@ -16,7 +16,7 @@
 //! BENCH_LANGS (all: every language of the dataset; else comma-separated).
 
 mod common;
-use common::binary;
+use common::{binary, median};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -71,16 +71,6 @@ fn eval(bin: &Path, dataset: &str, langs: &[String], jobs: &str, caches: &str, o
     }
     let _ = std::fs::remove_dir_all(out);
     r
-}
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 fn main() {

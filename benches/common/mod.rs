@@ -50,3 +50,14 @@ pub fn overlay(lowers: &[PathBuf], scratch: &Path) -> (String, PathBuf) {
     // userxattr: the store's layer trees mark opaque directories with user.overlay.opaque.
     (format!("lowerdir={lower},upperdir={},workdir={},userxattr", upper.display(), work.display()), merged)
 }
+
+/// The median of `v` (sorted in place).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}

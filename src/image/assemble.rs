@@ -7,8 +7,8 @@ use super::layers::{Draft, Layers, Meta, Record};
 use super::objects::{Key, Linker};
 use super::tarsplit::{Recorder, Replay};
 use super::unpack::{
-    apply_layer_to, apply_stream, err, into_place, list_dir, lstat_at, open_beneath, open_dir, partial_path,
-    remove_tree, Changes, Error, Files, Layer, Options, Result, Seen, Streamed, LAYOUT_OBJECTS,
+    apply_layer_to, apply_stream, into_place, list_dir, lstat_at, open_beneath, open_dir, partial_dir, Changes, Error,
+    Files, Layer, Options, Result, Seen, Streamed, LAYOUT_OBJECTS,
 };
 use crate::sys::cstr;
 use std::io::Read;
@@ -47,15 +47,7 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
     linker: &mut Linker,
     below: Option<&Path>,
 ) -> Result<(Changes, Vec<Option<Streamed>>)> {
-    if dest.exists() {
-        return err(format!("{} exists already", dest.display()));
-    }
-    if dest.file_name().is_none() {
-        return err(format!("invalid destination {}", dest.display()));
-    }
-    let tmp = partial_path(dest);
-    let _ = remove_tree(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
+    let tmp = partial_dir(dest)?;
     let variant = super::layers::variant(opts);
     let below = match below {
         Some(b) => Some(open_dir(b)?),

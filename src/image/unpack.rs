@@ -105,15 +105,7 @@ pub(crate) fn err<T>(msg: impl Into<String>) -> Result<T> {
 
 /// Applies `layers` in order into a new directory `dest` (which must not exist), atomically.
 pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &Options) -> Result<Changes> {
-    if dest.exists() {
-        return err(format!("{} exists already", dest.display()));
-    }
-    if dest.file_name().is_none() {
-        return err(format!("invalid destination {}", dest.display()));
-    }
-    let tmp = partial_path(dest);
-    let _ = remove_tree(&tmp);
-    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
+    let tmp = partial_dir(dest)?;
     let result = (|| {
         let root = open_dir(&tmp)?;
         let mut total = Changes::default();
@@ -131,6 +123,21 @@ pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &O
         Ok(total)
     })();
     into_place(result, &tmp, dest)
+}
+
+/// A new, empty directory beside `dest` (which must not exist) to build its tree in, for
+/// [`into_place`].
+pub(crate) fn partial_dir(dest: &Path) -> Result<PathBuf> {
+    if dest.exists() {
+        return err(format!("{} exists already", dest.display()));
+    }
+    if dest.file_name().is_none() {
+        return err(format!("invalid destination {}", dest.display()));
+    }
+    let tmp = partial_path(dest);
+    let _ = remove_tree(&tmp);
+    std::fs::create_dir(&tmp).map_err(|e| Error(format!("create {}: {e}", tmp.display())))?;
+    Ok(tmp)
 }
 
 /// A tree built at `tmp` renamed to `dest` if `result` is Ok, removed otherwise. Another
