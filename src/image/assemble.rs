@@ -123,13 +123,7 @@ pub(crate) fn unpack_to_store<R: Read + Send>(
                     c
                 }
             };
-            total.device_nodes_skipped += c.device_nodes_skipped;
-            total.setid_bits_stripped += c.setid_bits_stripped;
-            total.ownership_taken += c.ownership_taken;
-            total.xattrs_skipped += c.xattrs_skipped;
-            total.entries += c.entries;
-            total.bytes += c.bytes;
-            total.diff_ids.extend(c.diff_ids);
+            total.add(c);
         }
         // What the image does not show of each layer is pinned in the layer's record; then
         // the new records are published.

@@ -583,28 +583,27 @@ pub(crate) fn build(
     }
     // What unpacking changed, layer by layer, from the layers' records.
     let mut total = Changes::default();
+    let mut chain_records = Vec::with_capacity(k);
     for d in &diff_ids[..k] {
         let r = recs.find(d, variant).ok_or_else(|| format!("layer {d}: its record is missing from the store"))?;
-        add_changes(&mut total, &r.meta.changes, r.meta.size);
+        total.add(r.meta.changes.clone());
+        chain_records.push(r);
     }
-    total.diff_ids = diff_ids[..n].to_vec();
     total.layout = unpack::LAYOUT_OBJECTS;
     if n >= 2 {
         let source = source_of(n - 1)?;
         let mut linker = Linker::new(&objects);
         // Two paths of the image are one inode only where the image links them: the top's
         // files take members the chain's files do not.
-        for d in &diff_ids[..k] {
-            if let Some(r) = recs.find(d, variant) {
-                for e in r.objects() {
-                    linker.reserve(&e.key, e.count);
-                }
+        for r in &chain_records {
+            for e in r.objects() {
+                linker.reserve(&e.key, e.count);
             }
         }
         match assemble::unpack_to_store(vec![source], dest, opts, &recs, &mut linker, Some(&chain_dir)) {
             Ok((c, _)) => {
-                add_changes(&mut total, &c, c.bytes);
                 total.tree_bytes = c.tree_bytes;
+                total.add(c);
             }
             Err(e) => {
                 store.forget_objects(gc, &objects, &linker.created);
@@ -615,6 +614,7 @@ pub(crate) fn build(
         return Err(format!("{}: {e}", dest.display()));
     }
     total.chain = Some(chain);
+    total.diff_ids = diff_ids[..n].to_vec();
     Ok(total)
 }
 
@@ -633,15 +633,6 @@ fn check_names(layers: &[Descriptor], diff_ids: &[String]) -> Result<(), String>
             .map_err(|e| format!("manifest: layer digest {:?}: {e}: refused", l.digest))?;
     }
     Ok(())
-}
-
-fn add_changes(total: &mut Changes, c: &Changes, bytes: u64) {
-    total.device_nodes_skipped += c.device_nodes_skipped;
-    total.setid_bits_stripped += c.setid_bits_stripped;
-    total.ownership_taken += c.ownership_taken;
-    total.xattrs_skipped += c.xattrs_skipped;
-    total.entries += c.entries;
-    total.bytes += bytes;
 }
 
 /// The disk a chain's tree takes besides its files, for `system df` (`chains/<name>.json`).

@@ -87,6 +87,19 @@ pub struct Changes {
 /// [`Changes::layout`] of an image whose files are objects.
 pub const LAYOUT_OBJECTS: u32 = 1;
 
+impl Changes {
+    /// Adds what one more layer changed.
+    pub fn add(&mut self, c: Changes) {
+        self.device_nodes_skipped += c.device_nodes_skipped;
+        self.setid_bits_stripped += c.setid_bits_stripped;
+        self.ownership_taken += c.ownership_taken;
+        self.xattrs_skipped += c.xattrs_skipped;
+        self.entries += c.entries;
+        self.bytes += c.bytes;
+        self.diff_ids.extend(c.diff_ids);
+    }
+}
+
 /// Why unpacking refused an image. One line for the user.
 #[derive(Debug)]
 pub struct Error(pub String);
@@ -112,13 +125,7 @@ pub fn unpack_image<R: Read + Send>(layers: Vec<Layer<R>>, dest: &Path, opts: &O
         for (i, layer) in layers.into_iter().enumerate() {
             let c = apply_layer(layer, root.as_raw_fd(), opts, total.bytes)
                 .map_err(|e| Error(format!("layer {}: {e}", i + 1)))?;
-            total.device_nodes_skipped += c.device_nodes_skipped;
-            total.setid_bits_stripped += c.setid_bits_stripped;
-            total.ownership_taken += c.ownership_taken;
-            total.xattrs_skipped += c.xattrs_skipped;
-            total.entries += c.entries;
-            total.bytes += c.bytes;
-            total.diff_ids.extend(c.diff_ids);
+            total.add(c);
         }
         Ok(total)
     })();
