@@ -813,3 +813,88 @@ fn output_filling_the_records_filesystem_leaves_the_record_whole() {
         assert_ne!(code(&o), 125, "{m:?}: {}", stderr(&o));
     }
 }
+
+/// Class: the caller's own objects reached from a sandbox, here its binary. The init is a fork
+/// of polysandbox, so a command exec'd straight from it would be exec'd by a process whose
+/// image is the host binary: a script naming `/proc/self/exe` as its interpreter then ran the
+/// host's polysandbox inside the sandbox, where /proc/PID/exe reached the file (rootless, the
+/// caller's own: `chmod 4755` made it setuid for every local user). The command goes through
+/// a private sealed trampoline; the binary, owned by the caller here, runs in no sandbox and
+/// keeps its mode.
+#[test]
+fn the_host_binary_is_no_process_image_in_the_sandbox() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let f = fixtures();
+    for m in modes() {
+        let dir = m.owned_dir("own-binary");
+        let bin = dir.join("polysandbox");
+        std::fs::copy(&f.bin, &bin).unwrap();
+        std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
+        if m == Mode::User && is_root() {
+            std::os::unix::fs::chown(&bin, Some(f.uid), Some(f.gid)).unwrap();
+        }
+        let name = format!("self-exe-{}", unique());
+        let script = m.rootfs().join("bin").join(&name);
+        std::fs::write(&script, "#!/proc/self/exe --version\n").unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let attack = format!(
+            "{name}; {name} & for i in 1 2 3 4 5; do for p in /proc/[0-9]*; do chmod 4755 $p/exe 2>/dev/null; \
+             cat $p/exe 2>/dev/null | grep -c polysandbox-main-marker; done; done; wait; echo done"
+        );
+        let o = m
+            .command_of(&bin)
+            .args(["run", "--rootfs"])
+            .arg(m.rootfs())
+            .args(["--timeout=30s", "--", "sh", "-c", &attack])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let _ = std::fs::remove_file(&script);
+        let out = stdout(&o);
+        assert!(out.contains("done"), "{m:?}: {out} {}", stderr(&o));
+        assert!(!out.contains("polysandbox 0."), "{m:?}: the host binary ran inside the sandbox: {out}");
+        let mode = std::fs::metadata(&bin).unwrap().mode() & 0o7777;
+        assert_eq!(mode, 0o755, "{m:?}: the caller's binary became {mode:o}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Class: budgets the kernel keeps for the whole host, which no cgroup or rlimit bounds per
+/// sandbox (docs/threat-model.md's census). Native AIO contexts (`fs.aio-nr`, one counter for
+/// the host: one sandbox took all 65536 events) are refused as a kernel without AIO refuses
+/// them, whatever the seccomp profile; pseudo-terminals (the pool every devpts instance but
+/// the host's shares) are at most 32 a sandbox, and another sandbox still gets one.
+#[test]
+fn budgets_the_kernel_keeps_for_the_whole_host_are_denied_or_capped() {
+    for m in modes() {
+        for seccomp in [&[][..], &["--security-opt=seccomp=unconfined"][..]] {
+            let (mut a, held) = holding(m, seccomp, &["probe", "aio=64"]);
+            let _ = a.wait();
+            assert_eq!(held, "aio: 0, ENOSYS", "{m:?} {seccomp:?}");
+        }
+        let (mut a, held) = holding(m, &[], &["probe", "ptys=4000"]);
+        let o = m.run(&[], &["probe", "ptys=1"]);
+        let _ = a.wait();
+        assert_eq!(held, "ptys: 32", "{m:?}");
+        assert_eq!(stdout(&o).trim(), "ptys: 1", "{m:?}: another sandbox got no pty: {}", stderr(&o));
+    }
+}
+
+/// Class: kernel memory a cgroup v1 counts apart. Socket buffers are charged to the memory
+/// cgroup's TCP counter only once its limit is written: unwritten, a sandbox at --memory 32M
+/// held 600 MiB of TCP buffers on its own loopback, peak 0, from the memory every TCP socket
+/// of the host shares. Now they are limited, and the peak counts them.
+#[test]
+fn tcp_buffers_count_against_the_memory_limit() {
+    for m in modes() {
+        let (o, s) = m.run_stats(&["--memory=32M"], &["probe", "tcp=600"]);
+        let held: u64 =
+            stdout(&o).trim().trim_start_matches("tcp: ").trim_end_matches(" bytes").parse().unwrap_or(u64::MAX);
+        let peak = s["memory_peak_bytes"].as_u64();
+        if s["cgroup"].as_str() != Some("cgroup v1") {
+            skip("TCP buffers against a v1 memory cgroup", &format!("{m:?}: this run's cgroup is {}", s["cgroup"]));
+            continue;
+        }
+        assert!(peak.is_some_and(|p| p >= held), "{m:?}: {held} bytes held, peak {peak:?}");
+    }
+}

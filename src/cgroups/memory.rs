@@ -10,8 +10,17 @@ pub fn set_v1(dir: &Path, bytes: u64) -> io::Result<()> {
     if dir.join("memory.memsw.limit_in_bytes").exists() {
         write(dir, "memory.memsw.limit_in_bytes", &bytes.to_string())?;
     }
+    // v1 charges socket buffers to a counter of their own, and only once its limit is written:
+    // unwritten, a sandbox's TCP buffers (its own loopback) are counted nowhere and bounded
+    // only by the host's `net.ipv4.tcp_mem`, which every TCP socket of the host shares. The
+    // same limit as memory's (v2 counts them in memory itself); the peak adds the two.
+    if dir.join(V1_TCP_LIMIT).exists() {
+        write(dir, V1_TCP_LIMIT, &bytes.to_string())?;
+    }
     Ok(())
 }
+
+const V1_TCP_LIMIT: &str = "memory.kmem.tcp.limit_in_bytes";
 
 pub fn set_v2(dir: &Path, bytes: u64) -> io::Result<()> {
     write(dir, "memory.max", &bytes.to_string())?;
@@ -23,7 +32,10 @@ pub fn set_v2(dir: &Path, bytes: u64) -> io::Result<()> {
 
 /// (peak bytes, OOM kills)
 pub fn usage_v1(dir: &Path) -> (Option<u64>, u64) {
-    let peak = read_u64(dir, "memory.max_usage_in_bytes");
+    // Socket buffers are counted apart (see `set_v1`): the sum of the two peaks, which is at
+    // least the true peak of both together, never below it.
+    let tcp = read_u64(dir, "memory.kmem.tcp.max_usage_in_bytes").unwrap_or(0);
+    let peak = read_u64(dir, "memory.max_usage_in_bytes").map(|m| m + tcp);
     let oom = read_key(dir, "memory.oom_control", "oom_kill").unwrap_or(0);
     (peak, oom)
 }

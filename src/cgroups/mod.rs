@@ -128,14 +128,41 @@ pub trait Group {
     fn self_move_fds(&self) -> io::Result<Option<SelfMove>> {
         Ok(None)
     }
+    /// The group's CPU quota file opened for writing, and what lifts the quota when written to
+    /// it (`None` without a quota). Killed processes of a group throttled by its quota cannot
+    /// finish exiting until the group runs again (a fork bomb at its `--cpus` stayed for
+    /// minutes, SIGKILL pending): every path that ends a sandbox lifts the quota first, the
+    /// init too when the supervisor is gone, by this fd.
+    fn cpu_release(&self) -> Option<(std::os::fd::OwnedFd, &'static str)> {
+        None
+    }
     /// Kills every process still in the group and removes it.
     fn destroy(&mut self);
+}
+
+/// Lifts the CPU quota of a group (by the fd of [`Group::cpu_release`]). Cannot fail in a way
+/// that matters: a group already gone has nothing left to end.
+pub fn release_cpu(release: &Option<(std::os::fd::OwnedFd, &'static str)>) {
+    if let Some((fd, value)) = release {
+        use std::os::fd::AsRawFd;
+        // SAFETY: a write of a short buffer to an fd we hold.
+        unsafe { libc::write(fd.as_raw_fd(), value.as_ptr().cast(), value.len()) };
+    }
+}
+
+/// The quota file of a group's cpu controller, if it has one, and what lifts it.
+pub(crate) fn quota_file(dir: &Path) -> Option<(&'static str, &'static str)> {
+    [("cpu.cfs_quota_us", "-1"), ("cpu.max", "max")].into_iter().find(|(f, _)| dir.join(f).exists())
 }
 
 /// See [`Group::self_move_fds`].
 pub struct SelfMove {
     pub enter: Vec<std::os::fd::OwnedFd>,
     pub leave: Vec<std::os::fd::OwnedFd>,
+    /// Where the init moves once the command is started: out of the group the CPU quota
+    /// throttles (the command's processes stay in it), so that the init always has the CPU to
+    /// end them, whatever they do with their share.
+    pub after_spawn: Vec<std::os::fd::OwnedFd>,
 }
 
 /// Opens `dir/file` write-only (close-on-exec).
@@ -358,6 +385,10 @@ pub(crate) fn remove_stale(parent: &Path, names: &[String]) {
 /// SIGKILLs every process listed in `dir/cgroup.procs`, then removes `dir`, retrying while the
 /// processes die.
 pub(crate) fn kill_and_remove(dir: &Path) {
+    // Unthrottled first: a throttled group's killed processes cannot finish exiting.
+    if let Some((file, value)) = quota_file(dir) {
+        let _ = write(dir, file, value);
+    }
     for _ in 0..200 {
         if fs::remove_dir(dir).is_ok() || !dir.exists() {
             return;

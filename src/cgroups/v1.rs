@@ -124,7 +124,12 @@ impl Group for V1Group {
         }
     }
     fn self_move_fds(&self) -> io::Result<Option<super::SelfMove>> {
-        let mut m = super::SelfMove { enter: Vec::new(), leave: Vec::new() };
+        let mut m = super::SelfMove { enter: Vec::new(), leave: Vec::new(), after_spawn: Vec::new() };
+        // (cpu and cpuacct mounted together: leaving one leaves both; the init's own CPU time
+        // is not the command's anyway.)
+        if let Some(parent) = self.cpu.as_ref().and_then(|d| d.parent()) {
+            m.after_spawn.push(super::open_write(parent, "tasks")?);
+        }
         for d in self.dirs() {
             m.enter.push(super::open_write(d, "tasks")?);
             if let Some(parent) = d.parent() {
@@ -132,6 +137,11 @@ impl Group for V1Group {
             }
         }
         Ok(Some(m))
+    }
+    fn cpu_release(&self) -> Option<(std::os::fd::OwnedFd, &'static str)> {
+        let dir = self.cpu.as_ref()?;
+        let (file, value) = super::quota_file(dir)?;
+        super::open_write(dir, file).ok().map(|fd| (fd, value))
     }
     fn destroy(&mut self) {
         // Memory last: a group left in another hierarchy always has its memory group beside it.

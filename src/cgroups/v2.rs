@@ -124,6 +124,11 @@ impl Group for V2Group {
             let _ = super::write(own, "cgroup.procs", &pid.to_string());
         }
     }
+    fn cpu_release(&self) -> Option<(std::os::fd::OwnedFd, &'static str)> {
+        self.enforces.cpus?;
+        let dir = self.dir.as_ref()?;
+        super::open_write(dir, "cpu.max").ok().map(|fd| (fd, "max"))
+    }
     fn destroy(&mut self) {
         if self.fd >= 0 {
             // SAFETY: we own fd.

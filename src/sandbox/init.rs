@@ -184,10 +184,14 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     }
     nix::unistd::setresuid(0.into(), 0.into(), 0.into()).map_err(|e| format!("setresuid: {e}"))?;
     // A credential change clears the parent-death signal: set it again, then make sure the
-    // supervisor did not die in between (its end of the socket would be closed).
+    // supervisor did not die in between (its end of the socket would be closed). From here on
+    // the supervisor's death is the stop signal, not SIGKILL: we end every process of the
+    // sandbox ourselves, the CPU quota lifted first (a SIGKILL of ours would leave a
+    // throttled fork bomb dying for minutes with no one to unthrottle it). It comes as SI_USER
+    // from outside the namespace, as the supervisor's own stop does.
     // SAFETY: prctl with integer arguments; poll on one fd we hold.
     unsafe {
-        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+        libc::prctl(libc::PR_SET_PDEATHSIG, super::stop_signal(), 0, 0, 0);
         let mut p = libc::pollfd { fd: sock, events: 0, revents: 0 };
         if libc::poll(&mut p, 1, 0) > 0 && p.revents & libc::POLLHUP != 0 {
             libc::_exit(exit::ERROR);
@@ -241,6 +245,8 @@ fn setup_and_run(plan: &Plan, sock: RawFd, leave: &mut Vec<OwnedFd>) -> Result<I
     set_oom(b"0");
     drop(tty);
     let Spawned { pid: cmd, failure } = spawned?;
+    // Out of the group the CPU quota throttles (v1): the command's processes stay in it.
+    let _ = move_self(std::mem::take(&mut late.cgroup_after_spawn));
     // The output pipes are the command's: the supervisor sees them close when the last of the
     // command's processes is gone, not when the init is.
     if let Some(fds) = plan.out_pipes {
@@ -369,6 +375,7 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd, tty: Option<Raw
         late: &'a Late,
         sock: RawFd,
         tty: Option<RawFd>,
+        via: Via,
         /// Written by the child (same memory: CLONE_VM) before it exits, read by us once it has.
         failure: std::cell::UnsafeCell<Option<StartFailure>>,
     }
@@ -377,11 +384,17 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd, tty: Option<Raw
         let ctx = unsafe { &*(arg as *const Ctx) };
         // SAFETY: only this child touches the slot until it has exited or exec'd.
         let slot = unsafe { &mut *ctx.failure.get() };
-        ctx.exec.run(ctx.plan, ctx.late, ctx.sock, ctx.tty, slot)
+        ctx.exec.run(ctx.plan, ctx.late, ctx.sock, ctx.tty, ctx.via, slot)
     }
+    // The trampoline the command is exec'd through (see trampoline.rs), and the pipe on which
+    // it reports an exec that failed: EOF there means the command runs.
+    let program = super::trampoline::memfd()?;
+    let (report_r, report_w) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| format!("the exec trampoline: pipe: {e}"))?;
+    let via = Via { program: program.as_raw_fd(), report: report_w.as_raw_fd() };
     const STACK: usize = 512 * 1024;
     let mut stack = vec![0u8; STACK];
-    let ctx = Ctx { exec, plan, late, sock, tty, failure: std::cell::UnsafeCell::new(None) };
+    let ctx = Ctx { exec, plan, late, sock, tty, via, failure: std::cell::UnsafeCell::new(None) };
     // SAFETY: the stack is ours and outlives the child's use of it (the parent resumes only
     // after the child exec'd or exited); the stack grows down from its end, 16-byte aligned.
     let pid = unsafe {
@@ -396,9 +409,40 @@ fn spawn(exec: &ExecPlan, plan: &Plan, late: &Late, sock: RawFd, tty: Option<Raw
     if pid < 0 {
         return Err(format!("clone: {}", std::io::Error::last_os_error()));
     }
-    // The child has exec'd or exited: the slot is ours again.
-    Ok(Spawned { pid, failure: ctx.failure.into_inner() })
+    drop(report_w);
+    drop(program);
+    // The child has exec'd the trampoline or exited: the slot is ours again. The trampoline
+    // then execs the command, or writes why it could not.
+    let mut failure = ctx.failure.into_inner();
+    if failure.is_none() {
+        let mut errno = [0u8; 4];
+        let mut got = 0;
+        while got < 4 {
+            // SAFETY: a read into our buffer from our pipe.
+            let n = unsafe { libc::read(report_r.as_raw_fd(), errno[got..].as_mut_ptr().cast(), 4 - got) };
+            if n == 0 || (n < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)) {
+                break;
+            }
+            got += n.max(0) as usize;
+        }
+        if got == 4 {
+            failure = Some(exec.exec_failure(u32::from_le_bytes(errno) as i32));
+        }
+    }
+    Ok(Spawned { pid, failure })
 }
+
+/// What the command's process execs through: the trampoline's memfd, and the write end of the
+/// pipe the trampoline reports a failed exec on.
+#[derive(Clone, Copy)]
+struct Via {
+    program: RawFd,
+    report: RawFd,
+}
+
+/// The fds the trampoline has: its report pipe (3) and its own program (4, close-on-exec).
+const VIA_REPORT: RawFd = 3;
+const VIA_PROGRAM: RawFd = 4;
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
 fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
@@ -460,6 +504,7 @@ fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
         if watch.active() {
             if let Some(reason) = watch.sample(limits) {
                 report.killed_by = Some(reason);
+                crate::cgroups::release_cpu(&late.cpu_release);
                 // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
                 unsafe { libc::kill(-1, libc::SIGKILL) };
                 loop {
@@ -479,6 +524,8 @@ fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
     }
     // The command has ended: so does everything else, now, and it is all reaped here, so that
     // the report is final and the supervisor need not wait for the namespaces' teardown.
+    // Unthrottled first: what is killed in a throttled group cannot finish exiting.
+    crate::cgroups::release_cpu(&late.cpu_release);
     // SAFETY: kill(-1) from pid 1 reaches every other process of the namespace.
     unsafe { libc::kill(-1, libc::SIGKILL) };
     loop {
@@ -707,7 +754,53 @@ impl ExecPlan {
     }
 
     /// In the command's process: from init's child to the command. Never returns.
-    fn run(&self, plan: &Plan, late: &Late, sock: RawFd, tty: Option<RawFd>, failure: &mut Option<StartFailure>) -> ! {
+    /// Why an exec of the command failed with `err`, as the start failure the run reports.
+    fn exec_failure(&self, err: i32) -> StartFailure {
+        if err == libc::ENOENT {
+            return StartFailure {
+                kind: StartErrorKind::NotFound,
+                message: format!("{}: command not found", self.name),
+            };
+        }
+        let what = std::io::Error::from_raw_os_error(err);
+        StartFailure { kind: StartErrorKind::CannotExecute, message: format!("{}: {what}", self.name) }
+    }
+
+    /// The first candidate that exec would take, as execvp looks: skipping what does not exist
+    /// (ENOENT, ENOTDIR) and what may not be executed (EACCES, remembered); another error
+    /// ends the search. `Err(errno)` when none.
+    fn resolve(&self) -> Result<&CString, i32> {
+        let mut err = libc::ENOENT;
+        for c in &self.candidates {
+            // SAFETY: a valid C string.
+            if unsafe { libc::faccessat(libc::AT_FDCWD, c.as_ptr(), libc::X_OK, libc::AT_EACCESS) } == 0 {
+                // A directory passes X_OK; exec refuses it with EACCES.
+                match nix::sys::stat::stat(c.as_c_str()) {
+                    Ok(st) if st.st_mode & libc::S_IFMT == libc::S_IFDIR => err = libc::EACCES,
+                    _ => return Ok(c),
+                }
+                continue;
+            }
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOENT);
+            if e != libc::ENOENT && e != libc::ENOTDIR {
+                err = e;
+                if e != libc::EACCES {
+                    break;
+                }
+            }
+        }
+        Err(err)
+    }
+
+    fn run(
+        &self,
+        plan: &Plan,
+        late: &Late,
+        sock: RawFd,
+        tty: Option<RawFd>,
+        via: Via,
+        failure: &mut Option<StartFailure>,
+    ) -> ! {
         // Why the command could not start goes to the init (shared memory), which reports it as
         // polysandbox's failure, not the command's: nothing is written to the command's output.
         let slot = std::cell::RefCell::new(failure);
@@ -806,49 +899,69 @@ impl ExecPlan {
         if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
             fail(StartErrorKind::Setup, format!("no_new_privs: {}", std::io::Error::last_os_error()));
         }
+        let path = match self.resolve() {
+            Ok(p) => p,
+            Err(e) => {
+                let f = self.exec_failure(e);
+                fail(f.kind, f.message)
+            }
+        };
         // Refuse to run our own host binary (reachable only as /proc/self/exe): its image must
-        // never be reachable, let alone writable, from inside (CVE-2019-5736).
-        for c in &self.candidates {
-            if let Ok(st) = nix::sys::stat::stat(c.as_c_str()) {
-                if (st.st_dev, st.st_ino) == plan.self_exe {
-                    fail(
-                        StartErrorKind::CannotExecute,
-                        format!("{}: refusing to execute the polysandbox binary inside the sandbox", self.name),
-                    );
-                }
+        // never be reachable, let alone writable, from inside (CVE-2019-5736). Scripts naming
+        // it as their interpreter get the trampoline instead (see trampoline.rs).
+        if let Ok(st) = nix::sys::stat::stat(path.as_c_str()) {
+            if (st.st_dev, st.st_ino) == plan.self_exe {
+                fail(
+                    StartErrorKind::CannotExecute,
+                    format!("{}: refusing to execute the polysandbox binary inside the sandbox", self.name),
+                );
             }
         }
-        // No fd of ours crosses into the command (CVE-2024-21626).
-        // SAFETY: close_range on our own fd table.
-        unsafe { libc::syscall(libc::SYS_close_range, 3u32, u32::MAX, 0u32) };
+        // No fd of ours crosses into the command (CVE-2024-21626): the trampoline gets its
+        // report pipe (3, which it makes close-on-exec) and its program (4, close-on-exec).
+        // SAFETY: fcntl, dup3 and close_range on our own fd table.
+        unsafe {
+            let report = libc::fcntl(via.report, libc::F_DUPFD_CLOEXEC, 10);
+            let program = libc::fcntl(via.program, libc::F_DUPFD_CLOEXEC, 10);
+            if report < 0
+                || program < 0
+                || libc::dup3(report, VIA_REPORT, 0) < 0
+                || libc::dup3(program, VIA_PROGRAM, libc::O_CLOEXEC) < 0
+            {
+                fail(StartErrorKind::Setup, format!("the exec trampoline: {}", std::io::Error::last_os_error()));
+            }
+            libc::syscall(libc::SYS_close_range, (VIA_PROGRAM + 1) as u32, u32::MAX, 0u32);
+        }
         if let Some(p) = &late.seccomp {
             if let Err(e) = p.install() {
                 fail(StartErrorKind::Setup, format!("seccomp: {e}"));
             }
         }
         super::trace::step("command: exec");
-        let mut argv: Vec<*const libc::c_char> = self.argv.iter().map(|a| a.as_ptr()).collect();
+        // The trampoline's argv: the path, then the command's own.
+        let mut argv: Vec<*const libc::c_char> = vec![path.as_ptr()];
+        argv.extend(self.argv.iter().map(|a| a.as_ptr()));
         argv.push(std::ptr::null());
         let mut envp: Vec<*const libc::c_char> = self.envp.iter().map(|a| a.as_ptr()).collect();
         envp.push(std::ptr::null());
-        let mut err = libc::ENOENT;
-        for c in &self.candidates {
-            // SAFETY: NULL-terminated arrays of valid C strings.
-            unsafe { libc::execve(c.as_ptr(), argv.as_ptr(), envp.as_ptr()) };
-            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOENT);
-            // As execvp does: keep looking on ENOENT, remember EACCES.
-            if e != libc::ENOENT && e != libc::ENOTDIR {
-                err = e;
-                if e != libc::EACCES {
-                    break;
-                }
-            }
-        }
-        let what = std::io::Error::from_raw_os_error(err);
-        if err == libc::ENOENT {
-            fail(StartErrorKind::NotFound, format!("{}: command not found", self.name));
-        }
-        fail(StartErrorKind::CannotExecute, format!("{}: {what}", self.name))
+        // SAFETY: NULL-terminated arrays of valid C strings; an fd we hold.
+        unsafe {
+            libc::syscall(
+                libc::SYS_execveat,
+                VIA_PROGRAM,
+                c"".as_ptr(),
+                argv.as_ptr(),
+                envp.as_ptr(),
+                libc::AT_EMPTY_PATH,
+            )
+        };
+        // The trampoline could not be exec'd (a seccomp profile denying execveat, a kernel
+        // whose vm.memfd_noexec forbids it): never the command from this process, whose image
+        // is the host binary.
+        fail(
+            StartErrorKind::Setup,
+            format!("the exec trampoline (a sealed memfd, by execveat): {}", std::io::Error::last_os_error()),
+        )
     }
 }
 

@@ -25,6 +25,7 @@ mod mounts;
 mod record_enum;
 pub mod report;
 pub(crate) mod trace;
+mod trampoline;
 
 use crate::cgroups::{self, Manager};
 use crate::seccomp;
@@ -266,14 +267,23 @@ pub(crate) struct Late {
     /// into its cgroup before the command starts, and out of it once the command is reaped.
     pub cgroup_enter: Vec<OwnedFd>,
     pub cgroup_leave: Vec<OwnedFd>,
+    /// Written "0" once the command is started: out of the CPU-throttled group (v1).
+    pub cgroup_after_spawn: Vec<OwnedFd>,
+    /// The group's CPU quota file and what lifts it, written before every process is killed.
+    pub cpu_release: Option<(OwnedFd, &'static str)>,
 }
 
 /// The header of the message carrying a [`Late`]; the seccomp program follows it, raw.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct LateHeader {
     fallbacks: Fallbacks,
-    /// How many of the fds are `cgroup_enter`; the rest are `cgroup_leave`.
+    /// How many of the fds are `cgroup_enter`, then `cgroup_after_spawn`; then the quota
+    /// file's, if `release` names what lifts it; the rest are `cgroup_leave`.
     enter: usize,
+    #[serde(default)]
+    after_spawn: usize,
+    #[serde(default)]
+    release: Option<String>,
     seccomp: bool,
 }
 
@@ -283,6 +293,8 @@ impl Late {
         let header = LateHeader {
             fallbacks: self.fallbacks.clone(),
             enter: self.cgroup_enter.len(),
+            after_spawn: self.cgroup_after_spawn.len(),
+            release: self.cpu_release.as_ref().map(|(_, v)| v.to_string()),
             seccomp: self.seccomp.is_some(),
         };
         let mut data = serde_json::to_vec(&header).map_err(std::io::Error::other)?;
@@ -290,7 +302,14 @@ impl Late {
         if let Some(p) = &self.seccomp {
             data.extend_from_slice(&p.to_bytes());
         }
-        let fds: Vec<i32> = self.cgroup_enter.iter().chain(&self.cgroup_leave).map(|f| f.as_raw_fd()).collect();
+        let fds: Vec<i32> = self
+            .cgroup_enter
+            .iter()
+            .chain(&self.cgroup_after_spawn)
+            .chain(self.cpu_release.as_ref().map(|(f, _)| f))
+            .chain(&self.cgroup_leave)
+            .map(|f| f.as_raw_fd())
+            .collect();
         sys::send_msg(sock, &data, &fds)
     }
 
@@ -298,13 +317,32 @@ impl Late {
         let bad = || "a malformed message from the supervisor".to_string();
         let nl = data.iter().position(|&b| b == b'\n').ok_or_else(bad)?;
         let h: LateHeader = serde_json::from_slice(&data[..nl]).map_err(|_| bad())?;
-        if h.enter > fds.len() {
+        let release = match h.release.as_deref() {
+            None => None,
+            Some("-1") => Some("-1"),
+            Some("max") => Some("max"),
+            Some(_) => return Err(bad()),
+        };
+        let leading = h.enter + h.after_spawn + usize::from(release.is_some());
+        if leading > fds.len() {
             return Err(bad());
         }
         let seccomp =
             if h.seccomp { Some(seccomp::Program::from_bytes(&data[nl + 1..]).ok_or_else(bad)?) } else { None };
-        let leave = fds.split_off(h.enter);
-        Ok(Late { seccomp, fallbacks: h.fallbacks, cgroup_enter: fds, cgroup_leave: leave })
+        let leave = fds.split_off(leading);
+        let mut rest = fds.split_off(h.enter);
+        let cpu_release = match release {
+            Some(v) => rest.pop().map(|f| (f, v)),
+            None => None,
+        };
+        Ok(Late {
+            seccomp,
+            fallbacks: h.fallbacks,
+            cgroup_enter: fds,
+            cgroup_leave: leave,
+            cgroup_after_spawn: rest,
+            cpu_release,
+        })
     }
 }
 
@@ -477,7 +515,12 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
     let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some() };
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, started);
+    let release_cpu = || {
+        if let Some(g) = cgroup.as_deref() {
+            cgroups::release_cpu(&g.cpu_release());
+        }
+    };
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, &release_cpu, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 
@@ -640,10 +683,13 @@ fn late_plan(
     };
     let mut late = Late { seccomp, fallbacks, ..Default::default() };
     if let Some(g) = cgroup {
+        late.cpu_release = g.cpu_release();
         // v1: the init moves itself (see `Group::self_move_fds`); if the files cannot be
         // opened, we move it, as for a v2 group the init could not be cloned into.
         match g.self_move_fds().ok().flatten() {
-            Some(m) => (late.cgroup_enter, late.cgroup_leave) = (m.enter, m.leave),
+            Some(m) => {
+                (late.cgroup_enter, late.cgroup_leave, late.cgroup_after_spawn) = (m.enter, m.leave, m.after_spawn)
+            }
             None if !cloned_into => g
                 .attach(pid)
                 .map_err(|e| Error::new(ErrorKind::Setup, format!("cannot move the sandbox into its cgroup: {e}")))?,

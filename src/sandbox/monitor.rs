@@ -264,6 +264,7 @@ pub fn watch(
     relay: Relay,
     limits: &Limits,
     cpu: Option<(f64, &dyn Fn() -> Option<f64>)>,
+    release_cpu: &dyn Fn(),
     started: Instant,
 ) -> Outcome {
     let Relay { pipes: out, tty } = relay;
@@ -368,8 +369,14 @@ pub fn watch(
                     }
                     continue;
                 }
+                let ending = matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT);
+                if ending && stopped.is_none() {
+                    // Whatever the command does with the signal, the sandbox ends within the
+                    // grace: its processes must be able to run to exit.
+                    release_cpu();
+                }
                 sys::pidfd_kill(&child.pidfd, sig);
-                if matches!(sig, libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT) && stopped.is_none() {
+                if ending && stopped.is_none() {
                     stopped = Some(Stop::Signal(sig));
                     kill_at = Some(now + STOP_GRACE);
                 }
@@ -383,6 +390,7 @@ pub fn watch(
                     open[i] = more;
                     if over && stopped.is_none() {
                         stopped = Some(Stop::OutputLimit);
+                        release_cpu();
                         child.kill();
                     }
                     if over {
@@ -411,6 +419,8 @@ pub fn watch(
             // The init kills and reaps everything and reports (CPU time included); if it
             // does not within the grace, it is killed outright.
             stopped = Some(Stop::Timeout);
+            // The init ends everything; unthrottled, so that it can, and they can exit.
+            release_cpu();
             sys::pidfd_kill(&child.pidfd, stop_signal());
             kill_at = Some(now + TIMEOUT_GRACE);
         }
@@ -419,12 +429,14 @@ pub fn watch(
                 next_cpu_check = now + CPU_CHECK;
                 if used().is_some_and(|u| u >= limit) {
                     stopped = Some(Stop::CpuTime);
+                    release_cpu();
                     sys::pidfd_kill(&child.pidfd, stop_signal());
                     kill_at = Some(now + TIMEOUT_GRACE);
                 }
             }
         }
         if kill_at.is_some_and(|k| now >= k) && !exited {
+            release_cpu();
             child.kill();
             kill_at = None;
         }

@@ -370,7 +370,7 @@ fn dev(root: RawFd, scratch: RawFd) -> Result<()> {
         &fd_path(d, "pts"),
         Some(c"devpts"),
         libc::MS_NOSUID | libc::MS_NOEXEC,
-        Some(c"newinstance,ptmxmode=0666,mode=0620"),
+        Some(c"newinstance,ptmxmode=0666,mode=0620,max=32"),
         "/dev/pts",
     )?;
     mkdirat(d, "shm", 0o1777)?;

@@ -322,6 +322,13 @@ impl Hardening {
             rules.push(deny("sched_setaffinity", libc::EPERM, None));
             rules.push(deny("setsid", libc::EPERM, None));
         }
+        // Kernel budgets one sandbox could take whole from the host (docs/threat-model.md's
+        // census): native AIO contexts count against `fs.aio-max-nr`, one counter for the whole
+        // host with no per-sandbox bound. ENOSYS, as a kernel without AIO answers: libaio users
+        // (InnoDB, fio, QEMU) fall back to their thread-based I/O; glibc's POSIX AIO uses threads.
+        for name in HOST_BUDGET_CALLS {
+            rules.push(deny(name, libc::ENOSYS, None));
+        }
         for (name, index) in OTHER_PROCESS {
             rules.push(deny(
                 name,
@@ -335,6 +342,10 @@ impl Hardening {
         rules
     }
 }
+
+/// Calls denied whatever the profile (unconfined included): they draw on a budget the kernel
+/// keeps for the whole host, which no cgroup, rlimit or namespace bounds per sandbox.
+pub const HOST_BUDGET_CALLS: &[&str] = &["io_setup"];
 
 /// A profile that allows everything: what `--seccomp unconfined` installs, under the
 /// [`Hardening`] rules.

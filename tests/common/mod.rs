@@ -122,6 +122,11 @@ impl Mode {
 
     /// A command that runs `polysandbox` in this mode.
     pub fn command(self) -> Command {
+        self.command_of(&fixtures().bin)
+    }
+
+    /// A command that runs the polysandbox binary `bin` in this mode.
+    pub fn command_of(self, bin: &Path) -> Command {
         let f = fixtures();
         match self {
             Mode::User if is_root() => {
@@ -130,7 +135,7 @@ impl Mode {
                     .arg(format!("--regid={}", f.gid))
                     .arg("--clear-groups")
                     .arg("--inh-caps=-all")
-                    .arg(&f.bin);
+                    .arg(bin);
                 c.env("HOME", "/tmp");
                 // Where the user has a delegated cgroup v2 subtree (as systemd gives one, and
                 // the arm64 VM's pure-v2 boot does), its processes start in a leaf of it.
@@ -144,7 +149,7 @@ impl Mode {
                 }
                 c
             }
-            _ => Command::new(&f.bin),
+            _ => Command::new(bin),
         }
     }
 
