@@ -520,7 +520,8 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
             cgroups::release_cpu(&g.cpu_release());
         }
     };
-    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu_check, &release_cpu, started);
+    let cpu = monitor::Cpu { limit: cpu_check, release: &release_cpu };
+    let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu, started);
     let wall = started.elapsed();
     trace::step("init reaped");
 

@@ -255,6 +255,14 @@ pub struct Relay {
     pub tty: bool,
 }
 
+/// The group's CPU, as the supervisor watches it: `limit`, `--cpu-time` in seconds and a reader
+/// of the CPU time used so far, where a cgroup counts it (else the init's watchdog does); and
+/// `release`, which lifts the group's CPU quota before the sandbox is ended.
+pub struct Cpu<'a> {
+    pub limit: Option<(f64, &'a dyn Fn() -> Option<f64>)>,
+    pub release: &'a dyn Fn(),
+}
+
 /// `cpu`: the `--cpu-time` limit in seconds and a reader of the CPU time used so far, where the
 /// supervisor checks it (a cgroup counts); else the init's watchdog does.
 pub fn watch(
@@ -263,10 +271,10 @@ pub fn watch(
     sigfd: &SignalFd,
     relay: Relay,
     limits: &Limits,
-    cpu: Option<(f64, &dyn Fn() -> Option<f64>)>,
-    release_cpu: &dyn Fn(),
+    cpu: Cpu,
     started: Instant,
 ) -> Outcome {
+    let Cpu { limit: cpu, release: release_cpu } = cpu;
     let Relay { pipes: out, tty } = relay;
     let deadline = limits.timeout.map(|t| started + t);
     let mut next_cpu_check = started + CPU_CHECK;
