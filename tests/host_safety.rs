@@ -823,7 +823,6 @@ fn output_filling_the_records_filesystem_leaves_the_record_whole() {
 /// keeps its mode.
 #[test]
 fn the_host_binary_is_no_process_image_in_the_sandbox() {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let f = fixtures();
     for m in modes() {
         let dir = m.owned_dir("own-binary");
@@ -896,5 +895,42 @@ fn tcp_buffers_count_against_the_memory_limit() {
             continue;
         }
         assert!(peak.is_some_and(|p| p >= held), "{m:?}: {held} bytes held, peak {peak:?}");
+    }
+}
+
+/// Class: a sandbox that cannot be ended. A fork bomb at its pids limit under a CPU quota: its
+/// killed processes cannot finish exiting while the quota throttles them, and the init that
+/// ends them shared their group. The quota is lifted before anything is killed (by the
+/// supervisor at a timeout, by the init when the supervisor is gone), and the v1 init leaves
+/// the throttled group once the command runs: the run ends within its timeout and a grace,
+/// and a supervisor killed outright (as eval's children are when eval dies) leaves nothing.
+#[test]
+fn a_throttled_fork_bomb_ends_on_time_and_with_its_supervisor() {
+    for m in modes() {
+        let marker = format!("forkbomb-{}-{}", std::process::id(), unique());
+        let bomb = format!("f(){{ f & f; }}; f 2>/dev/null & exec sleep 600; : {marker}");
+        let opts = ["--cpus=0.01", "--pids=1500", "--memory=1G"];
+        let t = std::time::Instant::now();
+        let (_, s) = m.run_stats(&[&opts[..], &["--timeout=3s"]].concat(), &["sh", "-c", &bomb]);
+        assert_eq!(s["status"], "timeout", "{m:?}: {s}");
+        let took = t.elapsed().as_secs();
+        assert!(took < 3 + 20, "{m:?}: a 3 s timeout ended the fork bomb after {took} s");
+        let gone = eventually(20, || processes_with(&marker).is_empty());
+        let ps = |pids: Vec<u32>| -> Vec<String> {
+            pids.iter().take(5).filter_map(|p| std::fs::read_to_string(format!("/proc/{p}/status")).ok()).collect()
+        };
+        assert!(gone, "{m:?}: the fork bomb outlived its run: {:?}", ps(processes_with(&marker)));
+
+        let mut c = m.command();
+        c.args(["run", "--rootfs"]).arg(m.rootfs()).args(opts).args(["--timeout=600s", "--", "sh", "-c", &bomb]);
+        let mut run = c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+        let started = eventually(30, || processes_with(&marker).len() > 20);
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        // SAFETY: plain kill(2) of our own child (polysandbox itself, or setpriv exec'd into it).
+        unsafe { libc::kill(run.id() as i32, libc::SIGKILL) };
+        let _ = run.wait();
+        assert!(started, "{m:?}: the fork bomb did not start");
+        let left = || processes_with(&marker).len();
+        assert!(eventually(20, || left() == 0), "{m:?}: {} processes outlived their killed supervisor", left());
     }
 }
