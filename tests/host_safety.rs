@@ -934,3 +934,43 @@ fn a_throttled_fork_bomb_ends_on_time_and_with_its_supervisor() {
         assert!(eventually(20, || left() == 0), "{m:?}: {} processes outlived their killed supervisor", left());
     }
 }
+
+/// Class: the caller's own objects handed to a sandbox by descriptor. Rootless, the sandbox's
+/// root is the caller: a terminal given as stdin, stdout or stderr (without -t) was the
+/// caller's /dev/pts/N, which the command left 0666 for any local user to read and write. Such
+/// descriptors are relayed through pipes now, as podman relays them; input still arrives.
+#[test]
+fn the_callers_terminal_is_relayed_not_handed_in() {
+    use std::os::fd::FromRawFd;
+    let f = fixtures();
+    for m in modes() {
+        // SAFETY: posix_openpt and friends on a new pty of our own.
+        let (master, slave_path) = unsafe {
+            let fd = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+            assert!(fd >= 0 && libc::grantpt(fd) == 0 && libc::unlockpt(fd) == 0);
+            let name = std::ffi::CStr::from_ptr(libc::ptsname(fd)).to_string_lossy().into_owned();
+            (std::fs::File::from_raw_fd(fd), name)
+        };
+        if m == Mode::User && is_root() {
+            std::os::unix::fs::chown(&slave_path, Some(f.uid), Some(f.gid)).unwrap();
+        }
+        std::fs::set_permissions(&slave_path, std::fs::Permissions::from_mode(0o620)).unwrap();
+        let tty = || std::fs::OpenOptions::new().read(true).write(true).open(&slave_path).unwrap();
+        use std::io::Write;
+        (&master).write_all(b"typed-line\n").unwrap();
+        let o = m
+            .command()
+            .args(["run", "--rootfs"])
+            .arg(m.rootfs())
+            .args(["--timeout=20s", "--", "sh", "-c"])
+            .arg("for fd in 0 1 2; do chmod 666 /proc/self/fd/$fd 2>/dev/null; done; head -n1; echo done >&2")
+            .stdin(tty())
+            .stdout(Stdio::piped())
+            .stderr(tty())
+            .output()
+            .unwrap();
+        let mode = std::fs::metadata(&slave_path).unwrap().mode() & 0o777;
+        assert!(stdout(&o).contains("typed-line"), "{m:?}: the input did not arrive: {}", stdout(&o));
+        assert_eq!(mode, 0o620, "{m:?}: the caller's terminal became {mode:o}");
+    }
+}

@@ -379,15 +379,30 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     // file: a command handed the caller's file could reopen it through /proc/self/fd/1 (and
     // read what was there before) or grow it with fallocate, past --disk and uncounted. With -t
     // the output comes through the pty, counted and relayed there.
-    let relay = spec.limits.output.is_some() || is_a_file(1) || is_a_file(2);
+    // And rootless, whenever they are the caller's own (a terminal, a named pipe): the
+    // sandbox's root is the caller, and could fchmod them (the caller's terminal left 0666 for
+    // every local user to read and write). Anonymous pipes and sockets are passed as they are.
+    let relay = spec.limits.output.is_some()
+        || is_a_file(1)
+        || is_a_file(2)
+        || (rootless && (callers_own(1) || callers_own(2)));
     let (out_read, out_write) = if relay && spec.tty.is_none() {
         let (r, w) = pipes()?;
         (Some(r), Some(w))
     } else {
         (None, None)
     };
-    // With -t the command's stdin is the pty; ours is read by the supervisor alone.
-    let stdin = if spec.tty.is_some() { None } else { private_stdin()? };
+    // With -t the command's stdin is the pty; ours is read by the supervisor alone. Rootless,
+    // a stdin of the caller's own is relayed through a pipe, as the output is.
+    let (stdin, stdin_w) = match spec.tty {
+        Some(_) => (None, None),
+        None if rootless && callers_own(0) => {
+            let (r, w) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| Error::new(ErrorKind::Host, format!("pipe: {e}")))?;
+            (Some(r), Some(w))
+        }
+        None => (private_stdin()?, None),
+    };
     let plan = Plan {
         spec,
         stdin: stdin.as_ref().map(|f| f.as_raw_fd()),
@@ -514,7 +529,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
         .cpu_time
         .filter(|_| cpu_meter.is_some())
         .map(|d| (d.as_secs_f64(), &cpu_now as &dyn Fn() -> Option<f64>));
-    let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some() };
+    let relay = monitor::Relay { pipes: out_read, tty: spec.tty.is_some(), stdin: stdin_w };
     let release_cpu = || {
         if let Some(g) = cgroup.as_deref() {
             cgroups::release_cpu(&g.cpu_release());
@@ -819,6 +834,27 @@ fn pipes() -> Result<(Vec<OwnedFd>, [OwnedFd; 2]), Error> {
 /// that the command must not hold itself. Pipes, sockets, terminals and /dev/null are passed.
 fn is_a_file(fd: std::os::fd::RawFd) -> bool {
     nix::sys::stat::fstat(fd).is_ok_and(|s| matches!(s.st_mode & libc::S_IFMT, libc::S_IFREG | libc::S_IFBLK))
+}
+
+/// Whether our fd `fd` is an object of the caller's own that a rootless sandbox (whose root is
+/// the caller) could change: anything it owns but an anonymous pipe or a socket (a terminal, a
+/// named pipe, a file).
+fn callers_own(fd: std::os::fd::RawFd) -> bool {
+    const PIPEFS_MAGIC: i64 = 0x5049_5045;
+    let Ok(st) = nix::sys::stat::fstat(fd) else { return false };
+    // SAFETY: geteuid cannot fail.
+    if st.st_uid != unsafe { libc::geteuid() } {
+        return false;
+    }
+    match st.st_mode & libc::S_IFMT {
+        libc::S_IFSOCK => false,
+        // SAFETY: a statfs for the kernel to fill, of our own fd.
+        libc::S_IFIFO => unsafe {
+            let mut sf: libc::statfs = std::mem::zeroed();
+            libc::fstatfs(fd, &mut sf) != 0 || sf.f_type as i64 != PIPEFS_MAGIC
+        },
+        _ => true,
+    }
 }
 
 /// Whether two of our fds are the same file (device and inode: one pipe, file or terminal).

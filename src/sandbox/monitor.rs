@@ -253,6 +253,47 @@ const CPU_CHECK: Duration = Duration::from_millis(10);
 pub struct Relay {
     pub pipes: Option<Vec<OwnedFd>>,
     pub tty: bool,
+    /// The write end of the command's stdin pipe, when our stdin is relayed to it (see
+    /// `sandbox::relayed_stdin`): what our stdin gives is copied there until its end.
+    pub stdin: Option<OwnedFd>,
+}
+
+/// Our stdin copied into the command's stdin pipe, in the wait loop.
+struct StdinPipe {
+    w: Option<OwnedFd>,
+    pending: Vec<u8>,
+}
+
+impl StdinPipe {
+    fn read_stdin(&mut self) {
+        let mut buf = [0u8; 4096];
+        // SAFETY: reading into our buffer.
+        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+        if n > 0 {
+            self.pending.extend_from_slice(&buf[..n as usize]);
+        } else if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            // The end: the command reads its end-of-file once the pending input is taken.
+            if self.pending.is_empty() {
+                self.w = None;
+            }
+        }
+    }
+
+    fn write_pending(&mut self, eof: bool) {
+        let Some(w) = &self.w else { return };
+        // SAFETY: writing our buffer to the pipe we hold (non-blocking).
+        let n = unsafe { libc::write(w.as_raw_fd(), self.pending.as_ptr().cast(), self.pending.len()) };
+        if n > 0 {
+            self.pending.drain(..n as usize);
+        } else if n < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::WouldBlock {
+            // Nobody reads any more.
+            self.pending.clear();
+            self.w = None;
+        }
+        if eof && self.pending.is_empty() {
+            self.w = None;
+        }
+    }
 }
 
 /// The group's CPU, as the supervisor watches it: `limit`, `--cpu-time` in seconds and a reader
@@ -275,7 +316,13 @@ pub fn watch(
     started: Instant,
 ) -> Outcome {
     let Cpu { limit: cpu, release: release_cpu } = cpu;
-    let Relay { pipes: out, tty } = relay;
+    let Relay { pipes: out, tty, stdin } = relay;
+    let mut piped_in = stdin.map(|w| {
+        // SAFETY: fcntl on the write end we hold.
+        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        StdinPipe { w: Some(w), pending: Vec::new() }
+    });
+    let mut stdin_eof = false;
     let deadline = limits.timeout.map(|t| started + t);
     let mut next_cpu_check = started + CPU_CHECK;
     let mut stopped: Option<Stop> = None;
@@ -328,6 +375,20 @@ pub fn watch(
         let polled_out = pfds.len() - 3;
         // The pty's input side: our stdin while the pty has room, the master while input waits.
         let (mut stdin_at, mut master_at) = (None, None);
+        let (mut piped_stdin_at, mut piped_w_at) = (None, None);
+        if let Some(p) = piped_in.as_ref().filter(|_| !exited) {
+            match &p.w {
+                Some(w) if !p.pending.is_empty() => {
+                    piped_w_at = Some(pfds.len());
+                    pfds.push(libc::pollfd { fd: w.as_raw_fd(), events: libc::POLLOUT, revents: 0 });
+                }
+                Some(_) if !stdin_eof => {
+                    piped_stdin_at = Some(pfds.len());
+                    pfds.push(libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 });
+                }
+                _ => {}
+            }
+        }
         if let Some(p) = pty.as_ref().filter(|_| !exited) {
             if p.pending.is_empty() && p.stdin_open {
                 stdin_at = Some(pfds.len());
@@ -406,6 +467,17 @@ pub fn watch(
                         open = [false, false];
                     }
                 }
+            }
+        }
+        if let Some(p) = piped_in.as_mut() {
+            let any = libc::POLLIN | libc::POLLOUT | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+            if piped_stdin_at.is_some_and(|i| pfds[i].revents & any != 0) {
+                let before = p.pending.len();
+                p.read_stdin();
+                stdin_eof = p.pending.len() == before;
+            }
+            if piped_w_at.is_some_and(|i| pfds[i].revents & any != 0) || !p.pending.is_empty() {
+                p.write_pending(stdin_eof);
             }
         }
         if let Some(p) = pty.as_mut() {
