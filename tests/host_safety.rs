@@ -974,3 +974,39 @@ fn the_callers_terminal_is_relayed_not_handed_in() {
         assert_eq!(mode, 0o620, "{m:?}: the caller's terminal became {mode:o}");
     }
 }
+
+/// Class: the host running short of a budget it shares while a run goes (another process took
+/// it: the file table, AIO events, ptys, processes, memory). What the run met then may be the
+/// host's doing: its record names the budget, and eval makes it an error to rerun. Tried with
+/// the one such budget a test may take from the host without disturbing the tests running
+/// beside it: AIO events, which no sandbox may use (fs.aio-max-nr lowered to what is in use).
+#[test]
+fn a_run_during_which_the_host_ran_short_says_so() {
+    if !is_root() {
+        skip("the host's AIO budget exhausted during a run", "fs.aio-max-nr needs root");
+        return;
+    }
+    let max = std::fs::read_to_string("/proc/sys/fs/aio-max-nr").unwrap();
+    let mut ctx: libc::c_ulong = 0;
+    // SAFETY: io_setup with a context for the kernel to fill; destroyed below.
+    assert_eq!(unsafe { libc::syscall(libc::SYS_io_setup, 1, &mut ctx) }, 0);
+    let used = std::fs::read_to_string("/proc/sys/fs/aio-nr").unwrap();
+    struct Restore(String);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let _ = std::fs::write("/proc/sys/fs/aio-max-nr", &self.0);
+        }
+    }
+    let restore = Restore(max);
+    std::fs::write("/proc/sys/fs/aio-max-nr", used.trim()).unwrap();
+    let short = Mode::Root.run_stats(&[], &["true"]).1;
+    drop(restore);
+    // SAFETY: the context made above.
+    unsafe { libc::syscall(libc::SYS_io_destroy, ctx) };
+    let healthy = Mode::Root.run_stats(&[], &["true"]).1;
+    assert!(
+        short["host_short"].as_array().is_some_and(|a| a.iter().any(|n| n.as_str().unwrap().contains("AIO"))),
+        "{short}"
+    );
+    assert!(healthy.get("host_short").is_none(), "{healthy}");
+}

@@ -98,6 +98,11 @@ pub(crate) fn take_measurements(r: &mut InstanceResult, rec: &Report) {
 pub(crate) fn ended_early(rec: &Report) -> Option<(Verdict, Option<String>)> {
     use crate::sandbox::report::Status as RunStatus;
     let error = |why: String| Some((Verdict::Error, Some(why)));
+    // A host that ran short while the tests ran (another process took the file table, say)
+    // makes whatever they printed the host's doing as much as the code's: rerun, never graded.
+    if !rec.host_short.is_empty() && rec.status != RunStatus::Interrupted {
+        return error(format!("the host ran short of {} while the tests ran: rerun", rec.host_short.join(", ")));
+    }
     match rec.status {
         RunStatus::Timeout | RunStatus::CpuTime => Some((
             Verdict::Timeout,
@@ -500,6 +505,25 @@ mod tests {
         assert_eq!((r.verdict, r.reason.as_deref()), (Verdict::Timeout, Some("cpu-time limit reached")));
         assert_eq!(verdict(with(json!({"status": "oom", "oom_killed": true, "exit_code": null}))), Verdict::Oom);
         assert_eq!(verdict(with(json!({"status": "interrupted", "exit_code": null}))), Verdict::Interrupted);
+    }
+
+    /// A run during which the host ran short of a budget it shares (another process took the
+    /// file table: a correct solution's runner met ENFILE) is an error to rerun, whatever it
+    /// printed or how it exited: never charged to the prediction, nor to gold in calibration.
+    #[test]
+    fn a_run_the_host_ran_short_under_is_an_error() {
+        let with = |changes: Value| Run { record: Some(record(changes)), ..Run::default() };
+        let short = json!(["the host's file table (fs.file-max)"]);
+        for run in [
+            json!({"status": "exited", "exit_code": 1, "host_short": short}),
+            json!({"status": "exited", "exit_code": 0, "host_short": short}),
+            json!({"status": "oom", "oom_killed": true, "exit_code": null, "host_short": short}),
+            json!({"status": "timeout", "timed_out": true, "exit_code": null, "host_short": short}),
+        ] {
+            let r = grade_run(with(run.clone()));
+            assert_eq!(r.verdict, Verdict::Error, "{run}");
+            assert!(r.reason.as_deref().is_some_and(|w| w.contains("file table") && w.contains("rerun")), "{r:?}");
+        }
     }
 
     /// The runner built the solution alone first and could not (`{alone}`): unresolved with the

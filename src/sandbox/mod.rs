@@ -18,6 +18,7 @@
 
 pub mod caps;
 pub mod chown;
+mod host_watch;
 mod idmap;
 mod init;
 mod monitor;

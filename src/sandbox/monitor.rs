@@ -123,6 +123,8 @@ pub struct Outcome {
     pub stopped: Option<Stop>,
     /// Bytes of stdout+stderr, when counted.
     pub output_bytes: Option<u64>,
+    /// The host's shared budgets that were exhausted while the run went (see host_watch.rs).
+    pub host_short: Vec<String>,
 }
 
 struct Output {
@@ -323,6 +325,8 @@ pub fn watch(
         StdinPipe { w: Some(w), pending: Vec::new() }
     });
     let mut stdin_eof = false;
+    let mut host = super::host_watch::HostWatch::default();
+    host.start(started);
     let deadline = limits.timeout.map(|t| started + t);
     let mut next_cpu_check = started + CPU_CHECK;
     let mut stopped: Option<Stop> = None;
@@ -352,6 +356,9 @@ pub fn watch(
         }
         if cpu.is_some() && stopped.is_none() {
             wake = Some(wake.map_or(next_cpu_check, |w| w.min(next_cpu_check)));
+        }
+        if let Some(h) = host.due() {
+            wake = Some(wake.map_or(h, |w| w.min(h)));
         }
         let timeout_ms: i32 = match wake {
             _ if exited => -1,
@@ -495,6 +502,7 @@ pub fn watch(
         if !exited && pfds[0].revents & libc::POLLIN != 0 {
             exited = true;
         }
+        host.sample(now, false);
         if stopped.is_none() && deadline.is_some_and(|d| now >= d) && !exited {
             // The init kills and reaps everything and reports (CPU time included); if it
             // does not within the grace, it is killed outright.
@@ -542,7 +550,8 @@ pub fn watch(
     // The caller's terminal as it was (the pty's output is all out).
     drop(pty);
     let output_bytes = output.filter(|_| limits.output.is_some()).map(|o| o.total);
-    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes }
+    host.sample(Instant::now(), true);
+    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes, host_short: host.short }
 }
 
 /// Inits that reported and were left to finish tearing down; reaped by a later run (or by

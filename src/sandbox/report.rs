@@ -418,6 +418,11 @@ pub struct Report {
     /// The `--digest-after` files, as the init read them once every process had ended.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub digests_after: Vec<DigestAfter>,
+    /// Budgets the host shares that were exhausted while the run went (the file table, AIO
+    /// events, pseudo-terminals, processes, memory): failures the run met may be the host's,
+    /// not the code's. Absent when none was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub host_short: Vec<String>,
     /// `--protect`: whether a process asked, and what was protected then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protect: Option<Protect>,
@@ -651,6 +656,7 @@ pub(crate) fn build(
         cgroup,
         cgroup_unavailable: cgroup_note,
         rootless,
+        host_short: out.host_short.clone(),
         protect: (!spec.protect.is_empty()).then(|| match &init.protected {
             Some((n, why)) => Protect { asked: true, protected: *n, not_protected: why.clone() },
             None => Protect { asked: false, protected: 0, not_protected: Vec::new() },
@@ -725,6 +731,7 @@ impl Report {
             cgroup_unavailable: None,
             rootless: !super::host_root(),
             digests_after: Vec::new(),
+            host_short: Vec::new(),
             protect: None,
         }
     }
@@ -881,7 +888,15 @@ mod tests {
     fn outcome(init: Option<InitReport>, stopped: Option<Stop>) -> Outcome {
         // SAFETY: rusage is plain data; all zero is a valid one.
         let rusage = unsafe { std::mem::zeroed() };
-        Outcome { init, init_status: 0, rusage, init_running: false, stopped, output_bytes: None }
+        Outcome {
+            init,
+            init_status: 0,
+            rusage,
+            init_running: false,
+            stopped,
+            output_bytes: None,
+            host_short: Vec::new(),
+        }
     }
 
     /// The init's report of a command that ended with wait status `status`.

@@ -167,22 +167,35 @@ mod tests {
         let t = dir.join("t");
         std::fs::write(&t, program()).unwrap();
         std::fs::set_permissions(&t, std::fs::Permissions::from_mode(0o755)).unwrap();
+        use std::os::unix::process::CommandExt;
+        // As the init execs it: its argv[0] the path, then the command's argv.
         let out = std::process::Command::new(&t)
-            .args(["/bin/sh", "sh", "-c", "echo \"$0 $1 $X\"", "one"])
+            .arg0("/bin/sh")
+            .args(["sh", "-c", "echo \"$0 $1 $X\"", "zero", "one"])
             .env("X", "env")
             .output()
             .unwrap();
-        assert_eq!(String::from_utf8_lossy(&out.stdout), "sh one env\n");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "zero one env\n");
         assert!(out.status.success());
-        // A missing program: errno on fd 3 (here, the stdout of a shell that copies it).
-        let out = std::process::Command::new("/bin/sh")
-            .arg("-c")
-            .arg(format!("{} /nonexistent x 3>&1; echo \" $?\"", t.display()))
-            .output()
-            .unwrap();
-        let o = out.stdout;
-        assert_eq!(&o[..4], &(libc::ENOENT as u32).to_le_bytes(), "{o:?}");
-        assert_eq!(String::from_utf8_lossy(&o[4..]), " 127\n");
+        // A missing program: its errno on fd 3, exit 127.
+        let (r, w) = nix::unistd::pipe().unwrap();
+        let w = std::os::fd::AsRawFd::as_raw_fd(&w);
+        let mut c = std::process::Command::new(&t);
+        c.arg0("/nonexistent").arg("x");
+        // SAFETY: only dup2 between fork and exec.
+        unsafe {
+            c.pre_exec(move || {
+                libc::dup2(w, 3);
+                Ok(())
+            });
+        }
+        let st = c.status().unwrap();
+        drop(c);
+        let mut errno = [0u8; 4];
+        use std::io::Read;
+        std::fs::File::from(r).read_exact(&mut errno).unwrap();
+        assert_eq!(u32::from_le_bytes(errno), libc::ENOENT as u32);
+        assert_eq!(st.code(), Some(127));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
