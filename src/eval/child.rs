@@ -121,7 +121,7 @@ pub(crate) fn image_digest(o: &Options, image: &str) -> Option<String> {
     let name = crate::reference::Reference::parse(image).ok()?.to_string();
     let own = Store::open(&o.root.clone().unwrap_or_else(Store::default_root)).ok()?;
     std::iter::once(own)
-        .chain(Store::shared())
+        .chain(Store::shared().ok()?)
         .find_map(|s| s.lookup(&name).ok().flatten())
         .map(|d| d.digest.to_string())
 }
