@@ -628,15 +628,27 @@ mod tests {
         refused("out-link", "refused");
         std::fs::remove_file(&log).unwrap();
         std::fs::rename(root.join("kept"), &log).unwrap();
-        // settings.json and results.jsonl as links (to copies outside, as they were).
+        // settings.json and results.jsonl as links to files outside: refused as links when
+        // read, never read through (the files they name would say "mixed settings", "in both").
+        let first = std::fs::read_to_string(s1.join("results.jsonl")).unwrap().lines().next().unwrap().to_string();
         for file in [SETTINGS, "results.jsonl"] {
             let at = s2.join(file);
-            let moved = root.join(format!("moved-{file}"));
-            std::fs::rename(&at, &moved).unwrap();
-            std::os::unix::fs::symlink(&moved, &at).unwrap();
-            refused(&format!("out-{file}"), "a symlink");
+            let text = std::fs::read_to_string(&at).unwrap();
+            let outside = root.join(format!("outside-{file}"));
+            let mut other = serde_json::from_str::<Value>(&text).ok();
+            let content = match other.as_mut() {
+                Some(v) if file == SETTINGS => {
+                    v["memory"] = 1.into();
+                    v.to_string()
+                }
+                _ => format!("{text}{first}\n"),
+            };
+            std::fs::write(&outside, content).unwrap();
             std::fs::remove_file(&at).unwrap();
-            std::fs::rename(&moved, &at).unwrap();
+            std::os::unix::fs::symlink(&outside, &at).unwrap();
+            refused(&format!("out-{file}"), &format!("{file}: a symlink, or a path out of its directory: refused"));
+            std::fs::remove_file(&at).unwrap();
+            std::fs::write(&at, text).unwrap();
         }
         // A 0600 log in a 0700 directory, a 0640 one: copied with their modes.
         let file = log.join("test_output.txt");
