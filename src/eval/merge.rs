@@ -127,6 +127,15 @@ fn check(shards: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Instance>, super::predic
     // The dataset and predictions the shards graded, unchanged.
     let set = &first.settings;
     let all = dataset::load(Path::new(&set.dataset)).map_err(|e| format!("the shards' dataset: {e}"))?;
+    // eval records a predictions file's SHA-256: a file named without one is a settings.json
+    // written by hand (a shard's owner naming a file only merge's user may read).
+    if set.predictions_sha256.is_none() && Path::new(&set.predictions).is_file() {
+        return Err(format!(
+            "{}: {SETTINGS} names the predictions file {} without its predictions_sha256: not as eval writes it",
+            shown(&first.dir),
+            set.predictions
+        ));
+    }
     if set.predictions_sha256.is_some() && predictions_sha256(&set.predictions) != set.predictions_sha256 {
         return Err(format!("predictions {} changed since the shards ran (or are gone): merge grades nothing, it needs the file they graded", set.predictions));
     }
@@ -160,6 +169,9 @@ fn check(shards: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Instance>, super::predic
     Ok((shards, insts, preds))
 }
 
+/// The deepest directory merge copies, in directories below the shard's.
+const MAX_DEPTH: usize = 64;
+
 /// The mode a copy of something of mode `mode` gets: never wider than its own, never
 /// writable by others, no setuid, setgid or sticky bit.
 fn copy_mode(mode: u32) -> u32 {
@@ -192,6 +204,11 @@ fn dest_dir(to: &Dir, name: &OsStr, mode: u32, what: &Path) -> Result<Dir, Strin
 /// walks (`renameat2(RENAME_EXCHANGE)`) is refused, never followed. Each copy has its
 /// source's mode, never wider (a 0600 log stays 0600).
 fn copy_tree(from: &Dir, to: &Dir, rel: &Path, shard: &Path) -> Result<(), String> {
+    // eval's deepest is a harness's logs/run_evaluation/RUN/MODEL/INSTANCE/...: a tree far
+    // deeper was made to exhaust descriptors or the stack.
+    if rel.components().count() > MAX_DEPTH {
+        return Err(format!("{}: more than {MAX_DEPTH} directories deep: refused", shown(from.path())));
+    }
     let mut entries = from.entries().map_err(|e| format!("{}: {e}", shown(from.path())))?;
     entries.sort();
     for (name, kind) in entries {
@@ -649,6 +666,22 @@ mod tests {
             refused(&format!("out-{file}"), &format!("{file}: a symlink, or a path out of its directory: refused"));
             std::fs::remove_file(&at).unwrap();
             std::fs::write(&at, text).unwrap();
+        }
+        // A predictions file named without its SHA-256 (eval always records one): a file
+        // merge's user alone may read is not loaded on a shard owner's word.
+        let private = root.join("private.jsonl");
+        std::fs::write(&private, "{}\n").unwrap();
+        for s in [&s1, &s2] {
+            let mut set = Settings::read(s).unwrap().unwrap();
+            set.predictions = private.to_string_lossy().into_owned();
+            set.predictions_sha256 = None;
+            set.write(s).unwrap();
+        }
+        refused("out-private", "without its predictions_sha256");
+        for s in [&s1, &s2] {
+            let mut set = Settings::read(s).unwrap().unwrap();
+            set.predictions = "gold".into();
+            set.write(s).unwrap();
         }
         // A 0600 log in a 0700 directory, a 0640 one: copied with their modes.
         let file = log.join("test_output.txt");

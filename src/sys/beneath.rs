@@ -133,18 +133,8 @@ impl Dir {
         let flags = libc::O_RDONLY | libc::O_DIRECTORY;
         let fd = match openat2(self.fd(), rel, flags, STRICT | RESOLVE_NO_MAGICLINKS) {
             Ok(fd) => fd,
-            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => {
-                let at = walk_beneath(self.fd(), rel, STRICT)?;
-                let st = fstat(at.as_raw_fd()).map_err(Untrusted::Io)?;
-                match st.st_mode & libc::S_IFMT {
-                    libc::S_IFDIR => {}
-                    libc::S_IFLNK => return Err(Untrusted::Escapes),
-                    _ => return Err(Untrusted::Io(io::Error::from_raw_os_error(libc::ENOTDIR))),
-                }
-                // SAFETY: "." beneath a descriptor we hold.
-                owned(unsafe { libc::openat(at.as_raw_fd(), c".".as_ptr(), flags | libc::O_CLOEXEC) })
-                    .map_err(Untrusted::Io)?
-            }
+            // Without openat2 (Linux before 5.6, qemu-user): the same rules walked by hand.
+            Err(e) if e.raw_os_error() == Some(libc::ENOSYS) => return self.dir_walked(rel),
             Err(e) => {
                 return Err(match e.raw_os_error() {
                     Some(libc::ELOOP) | Some(libc::EXDEV) => Untrusted::Escapes,
@@ -152,6 +142,23 @@ impl Dir {
                 })
             }
         };
+        Ok(Dir { fd, path: self.path.join(rel) })
+    }
+
+    /// [`Dir::dir`] where openat2 is missing: one component at a time by descriptor, no link.
+    fn dir_walked(&self, rel: &str) -> Result<Dir, Untrusted> {
+        let at = walk_beneath(self.fd(), rel, STRICT)?;
+        let st = fstat(at.as_raw_fd()).map_err(Untrusted::Io)?;
+        match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => {}
+            libc::S_IFLNK => return Err(Untrusted::Escapes),
+            _ => return Err(Untrusted::Io(io::Error::from_raw_os_error(libc::ENOTDIR))),
+        }
+        // SAFETY: "." beneath a descriptor we hold.
+        let fd = owned(unsafe {
+            libc::openat(at.as_raw_fd(), c".".as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        })
+        .map_err(Untrusted::Io)?;
         Ok(Dir { fd, path: self.path.join(rel) })
     }
 
@@ -399,6 +406,12 @@ mod tests {
         assert!(t.read("d/flink", 10).is_err());
         assert!(t.read("../outside/secret", 10).is_err());
         assert!(matches!(t.dir("../outside"), Err(Untrusted::Escapes)));
+        // The same without openat2.
+        assert!(matches!(t.dir_walked("link"), Err(Untrusted::Escapes)));
+        assert!(matches!(t.dir_walked("link/"), Err(Untrusted::Escapes)));
+        assert!(matches!(t.dir_walked("../outside"), Err(Untrusted::Escapes)));
+        assert!(matches!(t.dir_walked("d/f"), Err(Untrusted::Io(_))));
+        assert_eq!(t.dir_walked("d").unwrap().entries().unwrap().len(), 2);
         let d = t.dir("d").unwrap();
         let mut e = d.entries().unwrap();
         e.sort();
