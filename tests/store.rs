@@ -643,6 +643,7 @@ fn refused_once(o: &std::process::Output, want: &str, what: &str) {
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
     assert_eq!(lines.len(), 1, "{what}: {}", stderr(o));
     assert!(lines[0].contains(want), "{what}: {lines:?} lacks {want:?}");
+    eprintln!("{what}: {}", lines[0]);
     assert!(!stdout(o).contains("from the image"), "{what}: {}", stdout(o));
 }
 

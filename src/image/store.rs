@@ -365,7 +365,7 @@ impl Store {
     pub fn lowers(&self, manifest_digest: &str, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>), String> {
         let hex = sha256_hex(manifest_digest)
             .map_err(|_| format!("the store {} names an image {manifest_digest:?}: refused", self.root.display()))?;
-        let refused = |what: String| format!("image {manifest_digest} of the store {}: {what}", self.root.display());
+        let refused = |what: String| format!("image {manifest_digest}: {what}");
         let own = || self.tree(&format!("rootfs/{hex}")).map_err(refused);
         let Some(c) = self.changes_of(manifest_digest) else {
             own()?;
@@ -375,7 +375,8 @@ impl Store {
             Some(chain) if c.layout == super::unpack::LAYOUT_OBJECTS => {
                 if !is_chain_name(&chain) {
                     return Err(refused(format!(
-                        "its record names the chain {chain:?}, not a name the store makes: refused"
+                        "its record in the store {} names the chain {chain:?}, not a name the store makes: refused",
+                        self.root.display()
                     )));
                 }
                 let base = self.chain_path(&chain);
