@@ -2,6 +2,8 @@
 //! and fd passing; used by the sandbox and by layer unpacking. Every error carries what was
 //! being done.
 
+pub mod beneath;
+
 use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

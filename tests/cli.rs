@@ -427,6 +427,27 @@ fn bash_completion_parses_and_completes_subcommands() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// `man -o DIR` writes each page as a new file put in place: a link another user planted at
+/// a page's name in DIR is replaced, never written through (issue 37).
+#[test]
+fn man_pages_are_not_written_through_a_planted_link() {
+    let dir = tempdir("man-link");
+    let victim = dir.join("victim");
+    std::fs::write(&victim, "keep").unwrap();
+    let pages = dir.join("pages");
+    std::fs::create_dir_all(&pages).unwrap();
+    for n in ["polysandbox.1", "polysandbox-run.1"] {
+        std::os::unix::fs::symlink(&victim, pages.join(n)).unwrap();
+    }
+    let o = polysandbox(&["man", "-o", pages.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "a page written through a link");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    for n in ["polysandbox.1", "polysandbox-run.1"] {
+        assert!(std::fs::symlink_metadata(pages.join(n)).unwrap().is_file(), "{n}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// `man -o DIR` writes polysandbox.1 and a page for every subcommand `--help` lists, each of
 /// which groff renders without a warning, with its name, synopsis and options; `man SUBCOMMAND`
 /// prints the same page on stdout.

@@ -607,3 +607,120 @@ fn hard_links_past_the_limit_to_a_fifo_are_refused_at_once() {
         assert!(stderr(&o).contains("refused"), "{m:?}: {}", stderr(&o));
     }
 }
+
+/// A `--shared` store of `m`'s user holding a two-layer image `localhost/t/shared:1` (the
+/// fixture's rootfs under a layer with `/x`): the store, a store of the caller's own, the
+/// manifest's hex.
+fn shared_store(m: Mode) -> (Scratch, Scratch, String) {
+    let f = fixtures();
+    let shared = m.scratch_dir("shared");
+    let own = m.scratch_dir("own");
+    let base = tar_layer(&f.dir, m.rootfs(), false);
+    let top = tar_layer(&f.dir, &layer(&f.dir, &[("x", "from the image\n")]), false);
+    let arch = archive(&f.dir, "localhost/t/shared:1", &[base, top]);
+    let o = m.command().args(["import", "--shared", "--root"]).arg(&*shared).arg(&arch).output().unwrap();
+    ok(&o, "import --shared");
+    let index: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shared.join("oci/index.json")).unwrap()).unwrap();
+    let hex = index["manifests"][0]["digest"].as_str().unwrap().trim_start_matches("sha256:").to_string();
+    (shared, own, hex)
+}
+
+/// `run` of the shared image from `m`'s own store `own`, with `shared` as
+/// POLYSANDBOX_SHARED_STORES.
+fn run_shared(m: Mode, own: &Path, shared: &Path, script: &str) -> std::process::Output {
+    store_cmd(m, own)
+        .env("POLYSANDBOX_SHARED_STORES", shared)
+        .args(["run", "--pull", "never", "--timeout=60s", "localhost/t/shared:1", "--", "sh", "-c", script])
+        .output()
+        .unwrap()
+}
+
+/// Refused: a non-zero exit and one line that says so, naming what.
+fn refused_once(o: &std::process::Output, want: &str, what: &str) {
+    assert_ne!(code(o), 0, "{what}: ran: {}", stdout(o));
+    let err = stderr(o);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("refused")).collect();
+    assert_eq!(lines.len(), 1, "{what}: {}", stderr(o));
+    assert!(lines[0].contains(want), "{what}: {lines:?} lacks {want:?}");
+    eprintln!("{what}: {}", lines[0]);
+    assert!(!stdout(o).contains("from the image"), "{what}: {}", stdout(o));
+}
+
+#[test]
+fn a_shared_store_record_naming_a_path_is_refused() {
+    // Issue 37: the owner of a shared store rewrote an image record's `chain` to an absolute
+    // path (a root-only directory), and root's sandbox mounted it as its lower layer. Every
+    // name a record holds is checked for the form the store makes, and the trees it names are
+    // opened beneath the store's root with no symlink.
+    for m in modes() {
+        let (shared, own, hex) = shared_store(m);
+        let o = run_shared(m, &own, &shared, "cat /x");
+        ok(&o, "the shared image");
+        assert_eq!(stdout(&o), "from the image\n", "{m:?}");
+        let record = shared.join("rootfs").join(format!("{hex}.json"));
+        let text = std::fs::read_to_string(&record).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        // Outside the store: the fixture's own rootfs (a tree that boots), by an absolute path
+        // and by `..`.
+        let up = format!("../../{}", m.rootfs().file_name().unwrap().to_string_lossy());
+        for chain in [m.rootfs().to_string_lossy().into_owned(), up] {
+            let mut bad = v.clone();
+            bad["chain"] = chain.clone().into();
+            std::fs::write(&record, serde_json::to_string(&bad).unwrap()).unwrap();
+            refused_once(
+                &run_shared(m, &own, &shared, "cat /x"),
+                "not a name the store makes",
+                &format!("{m:?}: {chain}"),
+            );
+        }
+        std::fs::write(&record, &text).unwrap();
+        // The image's own tree a symlink to a tree outside.
+        let tree = shared.join("rootfs").join(&hex);
+        let kept = shared.join("kept");
+        std::fs::rename(&tree, &kept).unwrap();
+        std::os::unix::fs::symlink(m.rootfs(), &tree).unwrap();
+        refused_once(&run_shared(m, &own, &shared, "cat /x"), "symlink", &format!("{m:?}: rootfs/<hex> a link"));
+        std::fs::remove_file(&tree).unwrap();
+        std::fs::rename(&kept, &tree).unwrap();
+        ok(&run_shared(m, &own, &shared, "cat /x"), "the shared image again");
+    }
+}
+
+#[test]
+fn a_shared_store_another_user_can_change_is_refused() {
+    // Issue 37: `Store::shared` skipped `Store::open`'s ownership and mode checks. A shared
+    // store is used only when owned by root or the caller and writable by no one else, and
+    // the same of the directories its records point into.
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = |p: &Path, mode: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(mode)).unwrap();
+    for m in modes() {
+        let (shared, own, _) = shared_store(m);
+        ok(&run_shared(m, &own, &shared, "cat /x"), "the shared image");
+        for (rel, mode) in [("", 0o757), ("", 0o775), ("rootfs", 0o775), ("chains", 0o777)] {
+            let p = shared.join(rel);
+            let was = std::fs::metadata(&p).unwrap().permissions().mode() & 0o7777;
+            chmod(&p, mode);
+            refused_once(
+                &run_shared(m, &own, &shared, "cat /x"),
+                "writable by others",
+                &format!("{m:?}: {rel} {mode:o}"),
+            );
+            chmod(&p, was);
+        }
+        ok(&run_shared(m, &own, &shared, "cat /x"), "the shared image again");
+    }
+    if !is_root() {
+        return skip("a_shared_store_another_user_can_change_is_refused: a third user's", "not running as root");
+    }
+    // Root's run of a store another user (the test user) owns.
+    let f = fixtures();
+    let (shared, own, _) = shared_store(Mode::Root);
+    let o = Command::new("chown").args(["-R", &format!("{}:{}", f.uid, f.gid)]).arg(&*shared).output().unwrap();
+    ok(&o, "chown");
+    refused_once(
+        &run_shared(Mode::Root, &own, &shared, "cat /x"),
+        &format!("owned by uid {}", f.uid),
+        "a third user's store",
+    );
+}

@@ -76,13 +76,13 @@ pub fn main(a: CalibrateArgs) -> i32 {
     };
     let text = serde_json::to_string_pretty(&c).unwrap() + "\n";
     for path in [output.join("calibration.json"), target.clone()] {
-        let write = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
-            let tmp = path.with_extension("json.tmp");
-            std::fs::write(&tmp, &text)?;
-            std::fs::rename(&tmp, &path)
-        });
+        let write = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|_| crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644));
         if let Err(e) = write {
-            return super::error(format!("{}: {e}", path.display()));
+            return super::error(e);
         }
     }
     // The report: each exclusion and why, flaky tests, stubs that pass.

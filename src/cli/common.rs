@@ -217,15 +217,5 @@ pub fn create_beside(path: &std::path::Path) -> Result<(std::path::PathBuf, std:
 /// a file someone put there first (a checkout may hold a link at the name), and nothing half
 /// written left behind.
 pub fn write_new(path: &std::path::Path, data: &[u8]) -> Result<(), String> {
-    use std::io::Write;
-    let (tmp, mut f) = create_beside(path)?;
-    let r = f
-        .write_all(data)
-        .and_then(|_| f.sync_data())
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| format!("{}: {e}", path.display()));
-    if r.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    r
+    crate::sys::beneath::write_new(path, data, 0o666)
 }

@@ -274,12 +274,12 @@ fn calibrate_missing(
     let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
     let path = calibration::default_path(&root, &o.dataset);
     let text = serde_json::to_string_pretty(&c).unwrap() + "\n";
-    let write = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
-        let tmp = path.with_extension("json.tmp");
-        std::fs::write(&tmp, &text)?;
-        std::fs::rename(&tmp, &path)
-    });
-    write.map_err(|e| format!("{}: {e}", path.display()))?;
+    let write = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .map_err(|e| format!("{}: {e}", path.display()))
+        .and_then(|_| crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644));
+    write?;
     progress.note(&format!("calibration kept in {}", path.display()));
     Ok(Some(c))
 }

@@ -80,8 +80,12 @@ pub fn main(a: ManArgs) -> i32 {
     }
     for (name, cmd) in &pages {
         let path = dir.join(name);
-        if let Err(e) = render(cmd).and_then(|page| std::fs::write(&path, page)) {
-            return super::error(format!("writing {}: {e}", path.display()));
+        // A new file put in place: never through a link at the page's name.
+        let written = render(cmd)
+            .map_err(|e| format!("{}: {e}", path.display()))
+            .and_then(|page| crate::sys::beneath::write_new(&path, &page, 0o644));
+        if let Err(e) = written {
+            return super::error(format!("writing {e}"));
         }
         out!("{}", path.display());
     }

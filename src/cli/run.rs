@@ -493,7 +493,7 @@ fn to_spec(rootfs: Option<PathBuf>, a: &RunArgs) -> Result<Planned, sandbox::Err
             let shared = if in_own || a.pull == "always" {
                 None
             } else {
-                crate::image::store::Store::shared().into_iter().find(|s| {
+                crate::image::store::Store::shared().map_err(store_error)?.into_iter().find(|s| {
                     s.find(image)
                         .ok()
                         .flatten()

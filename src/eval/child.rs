@@ -87,7 +87,7 @@ pub(crate) fn probe(o: &Options, image: &str, runner: &Runner, memory: u64) -> R
         .output()
         .map_err(|e| format!("{}: {e}", o.binary.display()))?;
     let record: Option<crate::sandbox::report::Report> =
-        std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        crate::sys::beneath::read_file(&stats, 64 << 20).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok());
     let _ = std::fs::remove_file(&stats);
     if out.status.success() {
         return Ok(());
@@ -121,7 +121,7 @@ pub(crate) fn image_digest(o: &Options, image: &str) -> Option<String> {
     let name = crate::reference::Reference::parse(image).ok()?.to_string();
     let own = Store::open(&o.root.clone().unwrap_or_else(Store::default_root)).ok()?;
     std::iter::once(own)
-        .chain(Store::shared())
+        .chain(Store::shared().ok()?)
         .find_map(|s| s.lookup(&name).ok().flatten())
         .map(|d| d.digest.to_string())
 }
@@ -166,9 +166,20 @@ pub(crate) fn run_sandbox(
     children: &Mutex<HashSet<u32>>,
 ) -> Result<prepare::Ran, String> {
     let _ = std::fs::remove_file(stats);
-    let err = std::fs::File::create(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    // In the output's logs: never through a link planted at the name.
+    let create = |p: &Path| {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(p)
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let err = create(log)?;
     let out = match stdout {
-        Some(p) => std::fs::File::create(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        Some(p) => create(p)?,
         None => err.try_clone().map_err(|e| format!("{}: {e}", log.display()))?,
     };
     let mut child =
@@ -176,8 +187,10 @@ pub(crate) fn run_sandbox(
     children.lock().unwrap().insert(child.id());
     let _ = child.wait();
     children.lock().unwrap().remove(&child.id());
-    let text = std::fs::read(log).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
-    let bytes = stdout.and_then(|p| std::fs::read(p).ok()).unwrap_or_default();
-    let record = std::fs::read(stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    // Read as written: regular files, no link (see crate::sys::beneath).
+    let read = |p: &Path| crate::sys::beneath::read_file(p, u64::MAX).ok().flatten();
+    let text = read(log).map(|b| String::from_utf8_lossy(&b).to_string()).unwrap_or_default();
+    let bytes = stdout.and_then(read).unwrap_or_default();
+    let record = read(stats).and_then(|b| serde_json::from_slice(&b).ok());
     Ok(prepare::Ran { stdout: bytes, stderr: text, record })
 }

@@ -11,16 +11,20 @@ use super::dataset;
 use super::instance::Instance;
 use super::predictions::load_predictions;
 use super::report;
-use super::scheduler::{read_results, select};
+use super::scheduler::{parse_results, select, MAX_RESULTS_BYTES};
 use super::settings::{predictions_sha256, Settings, FILE as SETTINGS};
 use super::InstanceResult;
+use crate::sys::beneath::{Dir, Kind};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// A shard's directory, as read.
+/// A shard's directory, as read: open once, everything in it read beneath that descriptor
+/// (a shard is often another user's: see [`crate::sys::beneath`]).
 struct Shard {
     dir: PathBuf,
+    root: Dir,
     settings: Settings,
     index: usize,
     results: BTreeMap<String, InstanceResult>,
@@ -39,17 +43,25 @@ fn shown(p: &Path) -> String {
 }
 
 fn read_shard(dir: &Path) -> Result<Shard, String> {
-    if !dir.is_dir() {
-        return Err(format!("{}: not a directory (a shard's eval --output)", shown(dir)));
-    }
-    let settings = Settings::read(dir)?.ok_or_else(|| {
+    let root = match Dir::open(dir) {
+        Ok(d) => d,
+        Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+            return Err(format!("{}: a symbolic link: refused (give the directory it names)", shown(dir)))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) || e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("{}: not a directory (a shard's eval --output)", shown(dir)))
+        }
+        Err(e) => return Err(format!("{}: {e}", shown(dir))),
+    };
+    let settings = Settings::read_in(&root)?.ok_or_else(|| {
         format!("{}: no {SETTINGS}: not the --output of an eval run (or of one made before merge existed)", shown(dir))
     })?;
     let Some((index, _)) = settings.shard else {
         return Err(format!("{}: not a shard: its run had no --shard I/N", shown(dir)));
     };
     let mut results = BTreeMap::new();
-    for r in read_results(&dir.join("results.jsonl"))? {
+    let lines = root.read("results.jsonl", MAX_RESULTS_BYTES)?.unwrap_or_default();
+    for r in parse_results(&lines) {
         // Where its logs are: `logs/NAME` or nothing, never a path out of the output.
         let mut parts = std::path::Path::new(&r.logs).components();
         let beneath = r.logs.is_empty()
@@ -61,7 +73,7 @@ fn read_shard(dir: &Path) -> Result<Shard, String> {
         }
         results.insert(r.instance_id.clone(), r);
     }
-    Ok(Shard { dir: dir.to_path_buf(), settings, index, results })
+    Ok(Shard { dir: dir.to_path_buf(), root, settings, index, results })
 }
 
 /// Every check, nothing written: the shards read, the dataset's instances the merged run
@@ -115,6 +127,15 @@ fn check(shards: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Instance>, super::predic
     // The dataset and predictions the shards graded, unchanged.
     let set = &first.settings;
     let all = dataset::load(Path::new(&set.dataset)).map_err(|e| format!("the shards' dataset: {e}"))?;
+    // eval records a predictions file's SHA-256: a file named without one is a settings.json
+    // written by hand (a shard's owner naming a file only merge's user may read).
+    if set.predictions_sha256.is_none() && Path::new(&set.predictions).is_file() {
+        return Err(format!(
+            "{}: {SETTINGS} names the predictions file {} without its predictions_sha256: not as eval writes it",
+            shown(&first.dir),
+            set.predictions
+        ));
+    }
     if set.predictions_sha256.is_some() && predictions_sha256(&set.predictions) != set.predictions_sha256 {
         return Err(format!("predictions {} changed since the shards ran (or are gone): merge grades nothing, it needs the file they graded", set.predictions));
     }
@@ -148,83 +169,128 @@ fn check(shards: &[PathBuf]) -> Result<(Vec<Shard>, Vec<Instance>, super::predic
     Ok((shards, insts, preds))
 }
 
-/// Copies `from` into `to`, directories merged; a file `to` already holds is refused.
-fn copy_tree(from: &Path, to: &Path, shard: &Path, base: &Path) -> Result<(), String> {
-    std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", shown(to)))?;
-    let entries = std::fs::read_dir(from).map_err(|e| format!("{}: {e}", shown(from)))?;
-    for e in entries {
-        let e = e.map_err(|e| format!("{}: {e}", shown(from)))?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let kind = e.file_type().map_err(|e| format!("{}: {e}", shown(&src)))?;
-        if kind.is_dir() {
-            copy_tree(&src, &dst, shard, base)?;
-            continue;
-        }
-        // eval writes directories and regular files alone: a link (or a device, a FIFO) in a
-        // shard was put there by someone else, and would take merge, or whoever reads OUT,
-        // outside it.
-        if !kind.is_file() {
-            return Err(format!("{}: not a regular file or directory: refused", shown(&src)));
-        }
-        if dst.symlink_metadata().is_ok() {
-            return Err(format!(
-                "overlapping shards: {} and an earlier shard both hold {}",
-                shown(shard),
-                shown(dst.strip_prefix(base).unwrap_or(&dst))
-            ));
-        }
-        // Opened without following a link (one may have replaced the file since it was listed),
-        // copied into a file made here.
-        let copy = || -> std::io::Result<()> {
-            use std::os::unix::fs::OpenOptionsExt;
-            let mut f = std::fs::OpenOptions::new()
-                .read(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-                .open(&src)?;
-            if !f.metadata()?.is_file() {
-                return Err(std::io::Error::other("not a regular file"));
+/// The deepest directory merge copies, in directories below the shard's.
+const MAX_DEPTH: usize = 64;
+
+/// The mode a copy of something of mode `mode` gets: never wider than its own, never
+/// writable by others, no setuid, setgid or sticky bit.
+fn copy_mode(mode: u32) -> u32 {
+    mode & 0o755
+}
+
+/// The directory `name` in `to`, for a source directory of mode `mode`: made with the
+/// source's mode (and its owner's access, to write into it), or, merged with an earlier
+/// shard's, narrowed to this one's too.
+fn dest_dir(to: &Dir, name: &OsStr, mode: u32, what: &Path) -> Result<Dir, String> {
+    let mode = copy_mode(mode) | 0o700;
+    let err = |e: std::io::Error| format!("{}: {e}", shown(what));
+    match to.kind(name).map_err(err)? {
+        None => to.mkdir(name, mode).map_err(err),
+        Some(Kind::Dir) => {
+            let d = to.mkdir(name, mode).map_err(err)?;
+            let have = d.stat().map_err(err)?.st_mode & 0o777;
+            if have & !mode != 0 {
+                d.chmod(have & mode).map_err(err)?;
             }
-            let mut d = std::fs::OpenOptions::new().write(true).create_new(true).open(&dst)?;
-            std::io::copy(&mut f, &mut d).map(|_| ())
-        };
-        copy().map_err(|e| format!("{}: {e}", shown(&src)))?;
+            Ok(d)
+        }
+        Some(_) => Err(format!("{}: not a directory in the merged output", shown(what))),
+    }
+}
+
+/// Copies the directory `from` into `to`, directories merged; a file `to` already holds is
+/// refused. Walked by descriptor: each directory opened beneath its parent's descriptor with
+/// no symlink, each file opened the same way, so a directory swapped for a link while merge
+/// walks (`renameat2(RENAME_EXCHANGE)`) is refused, never followed. Each copy has its
+/// source's mode, never wider (a 0600 log stays 0600).
+fn copy_tree(from: &Dir, to: &Dir, rel: &Path, shard: &Path) -> Result<(), String> {
+    // eval's deepest is a harness's logs/run_evaluation/RUN/MODEL/INSTANCE/...: a tree far
+    // deeper was made to exhaust descriptors or the stack.
+    if rel.components().count() > MAX_DEPTH {
+        return Err(format!("{}: more than {MAX_DEPTH} directories deep: refused", shown(from.path())));
+    }
+    let mut entries = from.entries().map_err(|e| format!("{}: {e}", shown(from.path())))?;
+    entries.sort();
+    for (name, kind) in entries {
+        let src = from.path().join(&name);
+        let rel = rel.join(&name);
+        let utf8 = name.to_str().ok_or_else(|| format!("{}: not a UTF-8 name: refused", shown(&src)))?;
+        match kind {
+            Kind::Dir => {
+                let sub = from.dir(utf8).map_err(|e| format!("{}: {e}", shown(&src)))?;
+                let mode = sub.stat().map_err(|e| format!("{}: {e}", shown(&src)))?.st_mode;
+                let dst = dest_dir(to, &name, mode, &rel)?;
+                copy_tree(&sub, &dst, &rel, shard)?;
+            }
+            // eval writes directories and regular files alone: a link (or a device, a FIFO) in
+            // a shard was put there by someone else, and would take merge, or whoever reads
+            // OUT, outside it.
+            Kind::Link | Kind::Other => {
+                return Err(format!("{}: not a regular file or directory: refused", shown(&src)));
+            }
+            Kind::File => {
+                if to.kind(&name).map_err(|e| format!("{}: {e}", shown(&rel)))?.is_some() {
+                    return Err(format!(
+                        "overlapping shards: {} and an earlier shard both hold {}",
+                        shown(shard),
+                        shown(&rel)
+                    ));
+                }
+                // Opened beneath its directory's descriptor, no link (one may have replaced
+                // the file since it was listed), copied into a file made here with its mode.
+                let mut f = from.file(utf8, u64::MAX).map_err(|e| format!("{}: {e}", shown(&src)))?;
+                let mut copy = || -> std::io::Result<()> {
+                    use std::os::unix::fs::MetadataExt;
+                    let mode = f.metadata()?.mode();
+                    let mut d = to.create(&name, copy_mode(mode))?;
+                    std::io::copy(&mut f, &mut d).map(|_| ())
+                };
+                copy().map_err(|e| format!("{}: {e}", shown(&src)))?;
+            }
+        }
     }
     Ok(())
 }
 
-/// The merged tree, in `tmp`.
+/// The merged tree, in `tmp` (open as `dir`).
 fn write(
     tmp: &Path,
+    dir: &Dir,
     shards: &[Shard],
     insts: &[Instance],
     preds: &super::predictions::Predictions,
 ) -> Result<Merged, String> {
     for s in shards {
-        let entries = std::fs::read_dir(&s.dir).map_err(|e| format!("{}: {e}", shown(&s.dir)))?;
-        for e in entries {
-            let e = e.map_err(|e| format!("{}: {e}", shown(&s.dir)))?;
-            let name = e.file_name();
+        let mut entries = s.root.entries().map_err(|e| format!("{}: {e}", shown(&s.dir)))?;
+        entries.sort();
+        for (name, kind) in entries {
             // The run's own files (results, settings, every report) are written anew below;
             // its scratch is no output.
-            if e.file_type().is_ok_and(|t| t.is_symlink()) {
-                return Err(format!("{}: a symbolic link: refused", shown(&e.path())));
+            if kind == Kind::Link {
+                return Err(format!("{}: a symbolic link: refused", shown(&s.dir.join(&name))));
             }
-            if !e.file_type().is_ok_and(|t| t.is_dir()) || name == ".work" {
+            if kind != Kind::Dir || name == ".work" {
                 continue;
             }
+            let src = s.dir.join(&name);
+            let utf8 = name.to_str().ok_or_else(|| format!("{}: not a UTF-8 name: refused", shown(&src)))?;
+            let sub = s.root.dir(utf8).map_err(|e| format!("{}: {e}", shown(&src)))?;
+            let mode = sub.stat().map_err(|e| format!("{}: {e}", shown(&src)))?.st_mode;
             // Each shard's calibration run (instances eval calibrated first) apart.
-            let to = if name == "calibration" {
-                tmp.join("calibration").join(format!("shard-{}", s.index))
+            let (to, rel) = if name == "calibration" {
+                let cal = dest_dir(dir, &name, mode, Path::new("calibration"))?;
+                let rel = Path::new("calibration").join(format!("shard-{}", s.index));
+                (dest_dir(&cal, rel.file_name().unwrap(), mode, &rel)?, rel)
             } else {
-                tmp.join(&name)
+                (dest_dir(dir, &name, mode, Path::new(&name))?, PathBuf::from(&name))
             };
-            copy_tree(&e.path(), &to, &s.dir, tmp)?;
+            copy_tree(&sub, &to, &rel, &s.dir)?;
         }
     }
     let mut results: Vec<InstanceResult> = shards.iter().flat_map(|s| s.results.values().cloned()).collect();
     results.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
     let text: String = results.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
-    std::fs::write(tmp.join("results.jsonl"), text).map_err(|e| format!("{}: {e}", shown(tmp)))?;
+    dir.write_new("results.jsonl".as_ref(), text.as_bytes(), 0o644).map_err(|e| format!("{}: {e}", shown(tmp)))?;
     let mut settings = shards[0].settings.clone();
     settings.merged_shards = settings.shard.map(|(_, n)| n);
     settings.shard = None;
@@ -232,8 +298,8 @@ fn write(
     // The longest shard's: what the run took with its shards at once.
     let wall = shards
         .iter()
-        .filter_map(|s| std::fs::read_to_string(s.dir.join("report.json")).ok())
-        .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .filter_map(|s| s.root.read("report.json", 16 << 20).ok().flatten())
+        .filter_map(|t| serde_json::from_slice::<serde_json::Value>(&t).ok())
         .filter_map(|v| v["wall_time_s"].as_f64())
         .fold(0.0, f64::max);
     let wall = Duration::from_secs_f64(wall);
@@ -270,11 +336,19 @@ pub fn merge(out: &Path, shards: &[PathBuf]) -> Result<Merged, String> {
     }
     let (shards, insts, preds) = check(&shards)?;
     let parent = out.parent().ok_or_else(|| format!("{}: no parent directory", shown(&out)))?;
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.merge-{}", std::process::id()));
-    std::fs::create_dir(&tmp).map_err(|e| format!("{}: {e}", shown(&tmp)))?;
-    let done = write(&tmp, &shards, &insts, &preds).and_then(|m| {
-        std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", shown(&out)))?;
+    let name = out.file_name().ok_or_else(|| format!("{}: no directory name", shown(&out)))?.to_os_string();
+    let parent_dir = Dir::open(parent).map_err(|e| format!("{}: {e}", shown(parent)))?;
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(&name);
+    tmp_name.push(format!(".merge-{}", std::process::id()));
+    let tmp = parent.join(&tmp_name);
+    // The owner's alone while it is written (0700), made here and never a link; then the mode
+    // of the first shard's directory (no wider than 0755).
+    let dir = parent_dir.create_dir(&tmp_name, 0o700).map_err(|e| format!("{}: {e}", shown(&tmp)))?;
+    let top = shards[0].root.stat().map(|st| copy_mode(st.st_mode) | 0o700).unwrap_or(0o700);
+    let done = write(&tmp, &dir, &shards, &insts, &preds).and_then(|m| {
+        dir.chmod(top).map_err(|e| format!("{}: {e}", shown(&tmp)))?;
+        parent_dir.rename(&tmp_name, &parent_dir, &name).map_err(|e| format!("{}: {e}", shown(&out)))?;
         Ok(m)
     });
     if done.is_err() {
@@ -528,6 +602,105 @@ mod tests {
         // An empty OUT is taken.
         merge(&root.join("out"), &[s1, s2]).unwrap();
         assert_eq!(lines(&root.join("out/results.jsonl")).len(), dataset::load(&data).unwrap().len());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    /// A shard is a tree another user may own (issue 37): read by descriptor beneath its
+    /// directory with no symlink anywhere, so a log directory made a link to a protected
+    /// directory outside is never copied (swapped in while merge walks, it is refused the
+    /// same: each directory is opened beneath its parent's descriptor with no link); its
+    /// settings.json and results.jsonl as links are refused; and what is copied keeps its
+    /// mode, never wider (a 0600 log stays 0600, a 0700 directory 0700).
+    #[test]
+    fn a_shard_is_read_by_descriptor_and_copied_no_wider() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = scratch("beneath");
+        let data = polyglot();
+        let s1 = shard(&root, &data, 1, 2, |_| {});
+        let s2 = shard(&root, &data, 2, 2, |_| {});
+        let mode = |p: &Path| std::fs::symlink_metadata(p).unwrap().permissions().mode() & 0o7777;
+        let chmod = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        let protected = root.join("protected");
+        std::fs::create_dir_all(&protected).unwrap();
+        std::fs::write(protected.join("secret.txt"), "s3cr3t-issue-37").unwrap();
+        chmod(&protected.join("secret.txt"), 0o600);
+        chmod(&protected, 0o700);
+        let refused = |out: &str, want: &str| {
+            let e = merge(&root.join(out), &[s1.clone(), s2.clone()])
+                .err()
+                .unwrap_or_else(|| panic!("merged; wanted {want:?}"));
+            assert!(e.contains(want), "{e:?} lacks {want:?}");
+            assert!(!e.contains('\n'), "one line: {e:?}");
+            assert!(!root.join(out).exists(), "{out} written");
+        };
+        // A log directory (and a harness's nested one) a link to the protected directory.
+        let name = std::fs::read_dir(s1.join("logs"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .find(|n| n != "run_evaluation")
+            .unwrap();
+        let log = s1.join("logs").join(&name);
+        std::fs::rename(&log, root.join("kept")).unwrap();
+        std::os::unix::fs::symlink(&protected, &log).unwrap();
+        refused("out-link", "refused");
+        std::fs::remove_file(&log).unwrap();
+        std::fs::rename(root.join("kept"), &log).unwrap();
+        // settings.json and results.jsonl as links to files outside: refused as links when
+        // read, never read through (the files they name would say "mixed settings", "in both").
+        let first = std::fs::read_to_string(s1.join("results.jsonl")).unwrap().lines().next().unwrap().to_string();
+        for file in [SETTINGS, "results.jsonl"] {
+            let at = s2.join(file);
+            let text = std::fs::read_to_string(&at).unwrap();
+            let outside = root.join(format!("outside-{file}"));
+            let mut other = serde_json::from_str::<Value>(&text).ok();
+            let content = match other.as_mut() {
+                Some(v) if file == SETTINGS => {
+                    v["memory"] = 1.into();
+                    v.to_string()
+                }
+                _ => format!("{text}{first}\n"),
+            };
+            std::fs::write(&outside, content).unwrap();
+            std::fs::remove_file(&at).unwrap();
+            std::os::unix::fs::symlink(&outside, &at).unwrap();
+            refused(&format!("out-{file}"), &format!("{file}: a symlink, or a path out of its directory: refused"));
+            std::fs::remove_file(&at).unwrap();
+            std::fs::write(&at, text).unwrap();
+        }
+        // A predictions file named without its SHA-256 (eval always records one): a file
+        // merge's user alone may read is not loaded on a shard owner's word.
+        let private = root.join("private.jsonl");
+        std::fs::write(&private, "{}\n").unwrap();
+        for s in [&s1, &s2] {
+            let mut set = Settings::read(s).unwrap().unwrap();
+            set.predictions = private.to_string_lossy().into_owned();
+            set.predictions_sha256 = None;
+            set.write(s).unwrap();
+        }
+        refused("out-private", "without its predictions_sha256");
+        for s in [&s1, &s2] {
+            let mut set = Settings::read(s).unwrap().unwrap();
+            set.predictions = "gold".into();
+            set.write(s).unwrap();
+        }
+        // A 0600 log in a 0700 directory, a 0640 one: copied with their modes.
+        let file = log.join("test_output.txt");
+        chmod(&file, 0o600);
+        chmod(&log, 0o700);
+        std::fs::write(log.join("other.txt"), "x").unwrap();
+        chmod(&log.join("other.txt"), 0o640);
+        let out = root.join("out");
+        merge(&out, &[s1.clone(), s2.clone()]).unwrap();
+        let copied = out.join("logs").join(&name);
+        assert_eq!(mode(&copied.join("test_output.txt")), 0o600, "a 0600 log made wider");
+        assert_eq!(mode(&copied.join("other.txt")) & !0o640, 0, "a 0640 log made wider");
+        assert_eq!(mode(&copied), 0o700, "a 0700 directory made wider");
+        assert_eq!(
+            std::fs::read_to_string(copied.join("test_output.txt")).unwrap(),
+            std::fs::read_to_string(&file).unwrap()
+        );
+        let walk = std::process::Command::new("grep").arg("-rl").arg("s3cr3t-issue-37").arg(&out).output().unwrap();
+        assert!(walk.stdout.is_empty(), "the protected file reached OUT: {}", String::from_utf8_lossy(&walk.stdout));
         let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -162,7 +162,8 @@ pub fn run(p: &Project, echo: &mut (dyn Write + Send)) -> Result<Outcome, String
     unsafe { libc::signal(libc::SIGINT, old) };
     let status = status.map_err(|e| format!("{}: {e}", p.binary.display()))?;
     let reports = channel.finish();
-    let record: Option<Report> = std::fs::read(&stats).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let record: Option<Report> =
+        crate::sys::beneath::read_file(&stats, 64 << 20).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok());
     let text = String::from_utf8_lossy(&output);
     let parsed = parsers::parse(p.runner.parser, &text, &reports);
     Ok(Outcome {

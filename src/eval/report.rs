@@ -36,13 +36,9 @@ pub struct Outputs {
 /// command that gathers results from elsewhere (several shards' results.jsonl) calls it the
 /// same way, with the logs' directories relative to `dir`. Returns report.json's value.
 pub fn write_outputs(dir: &Path, results: &[InstanceResult], out: &Outputs) -> Result<Value, String> {
-    let write = |name: &str, text: String| {
-        let path = dir.join(name);
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| format!("{}: {e}", path.display()))
-    };
+    // Each a new file put in place by rename: never through a link at its name (or at a
+    // temporary name beside it) another user planted.
+    let write = |name: &str, text: String| crate::sys::beneath::write_new(&dir.join(name), text.as_bytes(), 0o644);
     let summary = summary(results, out.wall, &out.predictions);
     write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
     write("junit.xml", junit(results, dir))?;
@@ -52,7 +48,7 @@ pub fn write_outputs(dir: &Path, results: &[InstanceResult], out: &Outputs) -> R
         let label = if out.label.is_empty() { &out.predictions } else { &out.label };
         let text = markdown(results, out.wall, label, out.interrupted.as_deref(), dir);
         if let Some(f) = &out.summary_md {
-            std::fs::write(f, &text).map_err(|e| format!("--summary-md {}: {e}", f.display()))?;
+            crate::sys::beneath::write_new(f, text.as_bytes(), 0o644).map_err(|e| format!("--summary-md {e}"))?;
         }
         if let Some(step) = step {
             use std::io::Write;
@@ -1291,5 +1287,45 @@ mod tests {
             go.split_whitespace().take(10).collect::<Vec<_>>(),
             ["go", "4", "1", "1", "0", "1", "0", "0", "0", "1"]
         );
+    }
+
+    /// The reports (and settings.json) are written into an output directory another user may
+    /// write: each a new file put in place, so a link planted at its name or at the temporary
+    /// name it used to be written under first is replaced, never written through.
+    #[test]
+    fn reports_are_not_written_through_a_planted_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let base = std::env::temp_dir().join(format!("polysandbox-report-links-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        let dir = base.join("out");
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = base.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let names = ["report.json", "junit.xml", "report.html", "summary.md", "settings.json"];
+        for n in names {
+            std::os::unix::fs::symlink(&victim, dir.join(n)).unwrap();
+            std::os::unix::fs::symlink(&victim, dir.join(format!(".{n}.tmp"))).unwrap();
+        }
+        std::os::unix::fs::symlink(&victim, dir.join("settings.json.tmp")).unwrap();
+        let out = Outputs {
+            wall: Duration::from_secs(1),
+            predictions: "gold".into(),
+            label: String::new(),
+            interrupted: None,
+            summary_md: Some(dir.join("summary.md")),
+            step_summary: false,
+        };
+        let r = write_outputs(&dir, &[result("go/x", "go", Verdict::Resolved)], &out);
+        let o = crate::eval::Options::new("data".into(), "gold", dir.clone(), "".into());
+        let s = crate::eval::settings::Settings::of(&o).write(&dir);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep", "written through a link");
+        r.unwrap();
+        s.unwrap();
+        for n in names {
+            let md = std::fs::symlink_metadata(dir.join(n)).unwrap();
+            assert!(md.is_file(), "{n} is not a new file");
+            assert_eq!(md.permissions().mode() & 0o022, 0, "{n}: writable by others");
+        }
+        let _ = std::fs::remove_dir_all(&base);
     }
 }

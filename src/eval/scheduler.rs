@@ -128,14 +128,22 @@ pub(crate) fn select(mut all: Vec<Instance>, o: &Options) -> Result<Vec<Instance
     Ok(all)
 }
 
+/// results.jsonl at `path`: a regular file, not a symlink (see [`crate::sys::beneath`]).
 pub(crate) fn read_results(path: &Path) -> Result<Vec<InstanceResult>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
-        Err(e) => return Err(format!("{}: {e}", path.display())),
-    };
+    match crate::sys::beneath::read_file(path, MAX_RESULTS_BYTES)? {
+        Some(bytes) => Ok(parse_results(&bytes)),
+        None => Ok(vec![]),
+    }
+}
+
+/// The most a results.jsonl may hold.
+pub(crate) const MAX_RESULTS_BYTES: u64 = 4 << 30;
+
+/// The results of a results.jsonl's bytes.
+pub(crate) fn parse_results(bytes: &[u8]) -> Vec<InstanceResult> {
+    let text = String::from_utf8_lossy(bytes);
     // A line cut short by a crash is skipped: that instance simply runs again.
-    Ok(text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect())
+    text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 /// Decides an `error` that came after the prediction was in: the calibration's word that
@@ -449,14 +457,15 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
             earlier.values().filter(|r| !again.contains(r.instance_id.as_str())).collect();
         kept.sort_by(|a, b| a.instance_id.cmp(&b.instance_id));
         let text: String = kept.iter().map(|r| serde_json::to_string(r).unwrap() + "\n").collect();
-        let tmp = results_path.with_extension("jsonl.tmp");
-        std::fs::write(&tmp, text)
-            .and_then(|_| std::fs::rename(&tmp, &results_path))
-            .map_err(|e| format!("{}: {e}", results_path.display()))?;
+        crate::sys::beneath::write_new(&results_path, text.as_bytes(), 0o644)?;
     }
+    // Never through a link at the name (the output directory may be one others write).
+    use std::os::unix::fs::OpenOptionsExt;
     let mut results = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&results_path)
         .map_err(|e| format!("{}: {e}", results_path.display()))?;
     // A line cut short by a crash (SIGKILL mid-write) is closed first, so that the next result

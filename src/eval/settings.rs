@@ -10,6 +10,9 @@ use std::path::Path;
 
 pub const FILE: &str = "settings.json";
 
+/// The most settings.json may hold (eval writes a few KiB).
+const MAX_BYTES: u64 = 16 << 20;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Settings {
     /// The polysandbox version that graded.
@@ -146,19 +149,23 @@ impl Settings {
 
     /// settings.json of the run in `dir`; `None` when there is none.
     pub fn read(dir: &Path) -> Result<Option<Settings>, String> {
-        let path = dir.join(FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(t) => serde_json::from_str(&t).map(Some).map_err(|e| format!("{}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+        let d = crate::sys::beneath::Dir::open(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        Settings::read_in(&d)
+    }
+
+    /// settings.json of the run whose directory is open as `dir`: read beneath it, a regular
+    /// file and no symlink (the directory may be another user's: a shard given to merge).
+    pub fn read_in(dir: &crate::sys::beneath::Dir) -> Result<Option<Settings>, String> {
+        let path = dir.path().join(FILE);
+        match dir.read(FILE, MAX_BYTES)? {
+            Some(t) => serde_json::from_slice(&t).map(Some).map_err(|e| format!("{}: {e}", path.display())),
+            None => Ok(None),
         }
     }
 
+    /// Written as a new file put in place by rename: never through a link at the name.
     pub fn write(&self, dir: &Path) -> Result<(), String> {
-        let path = dir.join(FILE);
-        let tmp = dir.join(format!("{FILE}.tmp"));
-        std::fs::write(&tmp, serde_json::to_string_pretty(self).unwrap() + "\n")
-            .and_then(|_| std::fs::rename(&tmp, &path))
-            .map_err(|e| format!("{}: {e}", path.display()))
+        let text = serde_json::to_string_pretty(self).unwrap() + "\n";
+        crate::sys::beneath::write_new(&dir.join(FILE), text.as_bytes(), 0o644)
     }
 }

@@ -95,15 +95,82 @@ impl Store {
     }
 
     /// Read-only stores searched after this one (e.g. a cluster's shared store on NFS):
-    /// `$POLYSANDBOX_SHARED_STORES`, colon-separated. Nothing is ever written to them.
-    pub fn shared() -> Vec<Store> {
-        std::env::var("POLYSANDBOX_SHARED_STORES")
-            .unwrap_or_default()
-            .split(':')
-            .filter(|p| !p.is_empty())
-            .map(|p| Store { root: PathBuf::from(p), shared: true })
-            .filter(|s| s.index_path().is_file())
-            .collect()
+    /// `$POLYSANDBOX_SHARED_STORES`, colon-separated. Nothing is ever written to them. A
+    /// directory without an index is no store and is passed over; a store another user could
+    /// change is refused (see [`Store::check_shared`]).
+    pub fn shared() -> Result<Vec<Store>, String> {
+        let mut out = Vec::new();
+        for p in std::env::var("POLYSANDBOX_SHARED_STORES").unwrap_or_default().split(':').filter(|p| !p.is_empty()) {
+            let s = Store { root: PathBuf::from(p), shared: true };
+            if !s.index_path().is_file() {
+                continue;
+            }
+            s.check_shared().map_err(|why| format!("shared store {p} (POLYSANDBOX_SHARED_STORES): {why}: refused"))?;
+            out.push(s);
+        }
+        Ok(out)
+    }
+
+    /// A shared store is used only when no user but root and the caller can change it: its
+    /// root owned by one of them and writable by no one else, and the same of each directory
+    /// its records point into (opened beneath the root, none a symlink), each owned as the
+    /// root is. (Its records and trees are read beneath the root too: [`Store::tree`].)
+    pub fn check_shared(&self) -> Result<(), String> {
+        let root = self.root_dir()?;
+        let st = root.stat().map_err(|e| e.to_string())?;
+        // SAFETY: geteuid cannot fail.
+        let me = unsafe { libc::geteuid() };
+        if st.st_uid != 0 && st.st_uid != me {
+            return Err(format!("owned by uid {}, another user who could change what it holds", st.st_uid));
+        }
+        if st.st_mode & 0o022 != 0 {
+            return Err(format!("its directory is writable by others (mode {:o})", st.st_mode & 0o7777));
+        }
+        for rel in ["oci", "oci/blobs", "oci/blobs/sha256", "rootfs", "chains", "layers", "objects"] {
+            let d = match root.dir(rel) {
+                Ok(d) => d,
+                Err(crate::sys::Untrusted::Io(e)) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(format!("{rel}: {e}")),
+            };
+            let sd = d.stat().map_err(|e| format!("{rel}: {e}"))?;
+            if sd.st_uid != st.st_uid {
+                return Err(format!("{rel} is owned by uid {}, not as the store is (uid {})", sd.st_uid, st.st_uid));
+            }
+            if sd.st_mode & 0o022 != 0 {
+                return Err(format!("{rel} is writable by others (mode {:o})", sd.st_mode & 0o7777));
+            }
+        }
+        Ok(())
+    }
+
+    /// The store's root directory, open (as named: the user's word, as `--root` is).
+    fn root_dir(&self) -> Result<crate::sys::beneath::Dir, String> {
+        crate::sys::beneath::Dir::open_as_named(&self.root).map_err(|e| format!("store {}: {e}", self.root.display()))
+    }
+
+    /// The bytes of the store's file `rel` (at most `cap`), read beneath its root with no
+    /// symlink, a regular file only; None when it is missing.
+    fn read_beneath(&self, rel: &str, cap: u64) -> Result<Option<Vec<u8>>, String> {
+        self.root_dir()?.read(rel, cap)
+    }
+
+    /// Checks the store's tree `rel` (`rootfs/<hex>`, `chains/<name>`, a name checked
+    /// already) before a sandbox mounts it: a directory beneath the root, reached through no
+    /// symlink and not one itself, owned as the root is (and, in a shared store, writable by
+    /// no one else).
+    pub fn tree(&self, rel: &str) -> Result<(), String> {
+        let root = self.root_dir()?;
+        let owner = root.stat().map_err(|e| e.to_string())?.st_uid;
+        let shown = || format!("{} of the store {}", rel, self.root.display());
+        let d = root.dir(rel).map_err(|e| format!("{}: {e}", shown()))?;
+        let st = d.stat().map_err(|e| format!("{}: {e}", shown()))?;
+        if st.st_uid != owner {
+            return Err(format!("{}: owned by uid {}, not as the store is (uid {owner}): refused", shown(), st.st_uid));
+        }
+        if self.shared && st.st_mode & 0o022 != 0 {
+            return Err(format!("{}: writable by others (mode {:o}): refused", shown(), st.st_mode & 0o7777));
+        }
+        Ok(())
     }
 
     /// Opens (creating if needed) the store at `root`.
@@ -291,20 +358,46 @@ impl Store {
     /// tree under everything, and the trees over it, top first. An image of the store's layout
     /// is its chain's tree with its last layer's tree over it (none for a one-layer image); an
     /// image an older version unpacked is one tree.
+    ///
+    /// Every name the store's records hold is checked for the form the store makes before it
+    /// becomes a path (a record naming `/etc` or `../..` is refused, not mounted), and each
+    /// tree is checked with [`Store::tree`]: the store may be another user's (`--shared`).
     pub fn lowers(&self, manifest_digest: &str, dir: &Path) -> Result<(PathBuf, Vec<PathBuf>), String> {
-        let Some(c) = self.changes_of(manifest_digest) else { return Ok((dir.to_path_buf(), Vec::new())) };
+        let hex = sha256_hex(manifest_digest)
+            .map_err(|_| format!("the store {} names an image {manifest_digest:?}: refused", self.root.display()))?;
+        let refused = |what: String| format!("image {manifest_digest}: {what}");
+        let own = || self.tree(&format!("rootfs/{hex}")).map_err(refused);
+        let Some(c) = self.changes_of(manifest_digest) else {
+            own()?;
+            return Ok((dir.to_path_buf(), Vec::new()));
+        };
         match c.chain {
             Some(chain) if c.layout == super::unpack::LAYOUT_OBJECTS => {
+                if !is_chain_name(&chain) {
+                    return Err(refused(format!(
+                        "its record in the store {} names the chain {chain:?}, not a name the store makes: refused",
+                        self.root.display()
+                    )));
+                }
                 let base = self.chain_path(&chain);
                 if !base.is_dir() {
                     return Err(format!(
                         "the tree of {manifest_digest}'s lower layers is missing from the store: remove the image and import or pull it again"
                     ));
                 }
-                let over = if c.diff_ids.len() >= 2 { vec![dir.to_path_buf()] } else { Vec::new() };
+                self.tree(&format!("chains/{chain}")).map_err(refused)?;
+                let over = if c.diff_ids.len() >= 2 {
+                    own()?;
+                    vec![dir.to_path_buf()]
+                } else {
+                    Vec::new()
+                };
                 Ok((base, over))
             }
-            _ => Ok((dir.to_path_buf(), Vec::new())),
+            _ => {
+                own()?;
+                Ok((dir.to_path_buf(), Vec::new()))
+            }
         }
     }
 
@@ -381,12 +474,20 @@ impl Store {
         result
     }
 
+    /// A manifest, index or config blob (read beneath the store's root, no symlink, at most
+    /// [`MAX_JSON_BLOB`] bytes).
     pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, String> {
-        fs::read(self.blob_path(digest)?).map_err(|e| format!("blob {digest}: {e}"))
+        let rel = format!("oci/blobs/sha256/{}", sha256_hex(digest)?);
+        self.read_beneath(&rel, MAX_JSON_BLOB)
+            .map_err(|e| format!("blob {digest}: {e}"))?
+            .ok_or_else(|| format!("blob {digest}: {}", io::Error::from_raw_os_error(libc::ENOENT)))
     }
 
     pub fn index(&self) -> Result<Index, String> {
-        let data = fs::read(self.index_path()).map_err(|e| format!("store index: {e}"))?;
+        let data = self
+            .read_beneath("oci/index.json", MAX_JSON_BLOB)
+            .map_err(|e| format!("store index: {e}"))?
+            .ok_or_else(|| format!("store index: {}", io::Error::from_raw_os_error(libc::ENOENT)))?;
         serde_json::from_slice(&data).map_err(|e| format!("store index: {e}"))
     }
 
@@ -514,9 +615,10 @@ impl Store {
     }
 
     /// What unpacking the image of `manifest_digest` recorded (`rootfs/<hex>.json`).
+    /// Read beneath the store's root with no symlink; None for a name not a sha256 digest.
     pub fn changes_of(&self, manifest_digest: &str) -> Option<super::unpack::Changes> {
-        let p = self.root.join("rootfs").join(format!("{}.json", manifest_digest.trim_start_matches("sha256:")));
-        serde_json::from_slice(&fs::read(p).ok()?).ok()
+        let hex = sha256_hex(manifest_digest).ok()?;
+        serde_json::from_slice(&self.read_beneath(&format!("rootfs/{hex}.json"), MAX_JSON_BLOB).ok()??).ok()
     }
 
     /// [`super::unpack::LAYOUT_OBJECTS`] for an image whose files are objects; 0 for a tree of
@@ -899,6 +1001,18 @@ pub fn chain_tree_bytes(store: &Store, name: &str) -> u64 {
         .and_then(|v| v["tree_bytes"].as_u64())
         .unwrap_or(0)
 }
+
+/// Whether `name` is a chain's name as [`chain_name`] makes it: a sha256 hex, `-`, a variant.
+pub fn is_chain_name(name: &str) -> bool {
+    let Some((hex, variant)) = name.split_once('-') else { return false };
+    hex.len() == 64
+        && hex.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        && matches!(variant, "r" | "rs" | "u" | "us")
+}
+
+/// The most a manifest, an index, a config or a record of the store is read to (a registry's
+/// config is read up to 16 MiB).
+pub const MAX_JSON_BLOB: u64 = 64 << 20;
 
 pub fn sha256_hex(digest: &str) -> Result<&str, String> {
     crate::reference::parse_digest(digest)?;

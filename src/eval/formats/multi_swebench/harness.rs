@@ -725,8 +725,8 @@ pub fn write_final_report(
         "error_ids": errors,
     });
     let path = o.output.join("final_report.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap() + "\n")
-        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = serde_json::to_string_pretty(&report).unwrap() + "\n";
+    crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644)?;
     Ok(path)
 }
 

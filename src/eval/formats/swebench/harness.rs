@@ -858,9 +858,8 @@ pub fn write_run_report(
     // In --output, and in --report_dir (SWE-bench's) too when given.
     for dir in std::iter::once(&o.output).chain(o.report_dir.as_ref()) {
         let path = dir.join(&file);
-        std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&path, &text))
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644)?;
     }
     Ok(o.output.join(file))
 }
