@@ -319,6 +319,10 @@ fn sites(
                             sites.push(Site::Lits(vec![Lit { start: toks[x].start, end: toks[x].end }]));
                         }
                     }
+                    // unittest's methods (`self.assertTrue`): the other is always there; a
+                    // function of that name is the file's own, and may have no other.
+                    "assertTrue" | "assertFalse" | "assertIsNone" | "assertIsNotNone"
+                        if word(j.wrapping_sub(1)) != "." => {}
                     "assertTrue" => toggle(&mut sites, j, "assertFalse"),
                     "assertFalse" => toggle(&mut sites, j, "assertTrue"),
                     "assertIsNone" => toggle(&mut sites, j, "assertIsNotNone"),
@@ -413,8 +417,16 @@ fn sites(
                         sites.push(Site::Lits(l));
                     }
                 }
-                "assertTrue" => toggle(&mut sites, j, "assertFalse"),
-                "assertFalse" => toggle(&mut sites, j, "assertTrue"),
+                "assertTrue" | "assertFalse" => {
+                    let other = if w == "assertTrue" { "assertFalse" } else { "assertTrue" };
+                    if word(j.wrapping_sub(1)) == "." || java_static_import(src, other) {
+                        toggle(&mut sites, j, other);
+                    } else if let Some(site) = java_negated_condition(src, toks, j + 1) {
+                        // Not imported (a file that uses assertTrue alone): the condition
+                        // turned over instead, which compiles wherever the original does.
+                        sites.push(site);
+                    }
+                }
                 _ => {}
             },
             Lang::Cpp if word(j + 1) == "(" && ["REQUIRE", "CHECK", "REQUIRE_FALSE", "CHECK_FALSE"].contains(&w) => {
@@ -472,6 +484,39 @@ fn sites(
         .map(|x| Lit { start: x.start, end: x.end })
         .collect();
     (sites, inputs)
+}
+
+/// Whether a Java file can call `name` unqualified: a static import of it, or of every member
+/// of JUnit's assertion classes (AssertJ's `Assertions.*` has no `assertFalse`).
+fn java_static_import(src: &str, name: &str) -> bool {
+    src.lines().map(str::trim).any(|l| {
+        let Some(rest) = l.strip_prefix("import static ") else { return false };
+        let rest = rest.trim_end_matches(';').trim();
+        rest.rsplit_once('.').is_some_and(|(class, member)| {
+            member == name
+                || member == "*"
+                    && ["org.junit.jupiter.api.Assertions", "org.junit.Assert", "junit.framework.Assert"]
+                        .contains(&class)
+        })
+    })
+}
+
+/// `assertTrue(c)`'s condition turned over (`assertTrue(!(c))`): the condition is the call's
+/// first argument, or the second after a message literal (JUnit 4's `assertTrue(msg, c)`). None
+/// for a lambda or a method reference (JUnit 5's `BooleanSupplier`), which `!` cannot take.
+fn java_negated_condition(src: &str, toks: &[Token], open: usize) -> Option<Site> {
+    let xs = args(src, toks, open);
+    let (x, y) = match xs.as_slice() {
+        [one] => *one,
+        [a, b] if b.1 == b.0 + 1 && toks[b.0].kind == Kind::Str => *a,
+        [a, b] if a.1 == a.0 + 1 && toks[a.0].kind == Kind::Str => *b,
+        _ => return None,
+    };
+    if y <= x || toks[x..y].iter().any(|k| ["->", "::"].contains(&k.text(src))) {
+        return None;
+    }
+    let (s, e) = (toks[x].start, toks[y - 1].end);
+    Some(Site::Toggle(s, e, format!("!({})", src.get(s..e)?)))
 }
 
 fn depth_at(src: &str, toks: &[Token], from: usize, at: usize) -> i32 {
@@ -1128,5 +1173,62 @@ mod tests {
         assert!(matches!(&u[2].sites[0], Site::Lits(l) if &go[l[0].start..l[0].end] == "2"));
         assert_eq!(words("shouldScoreAGame"), ["should", "score", "a", "game"]);
         assert_eq!(words("test_two_more"), ["test", "two", "more"]);
+    }
+
+    /// A Java test file that uses `assertTrue` alone has no `assertFalse` to call: a control
+    /// turns its condition over instead (issue 38: the copies did not compile); with the other
+    /// imported (or JUnit's `Assertions.*`, or a qualified call) the call is turned.
+    #[test]
+    fn java_turns_only_what_the_file_can_call() {
+        let body = "public class T {\n    @Test\n    public void oneWay() {\n        assertTrue(isOk(1));\n    }\n\n    @Test\n    public void withMessage() {\n        assertTrue(isOk(2), \"two\");\n    }\n\n    @Test\n    public void junitFour() {\n        assertTrue(\"three\", isOk(3));\n    }\n\n    @Test\n    public void supplier() {\n        assertTrue(() -> isOk(4));\n    }\n\n    @Test\n    public void qualified() {\n        Assertions.assertTrue(isOk(5));\n    }\n}\n";
+        let turned = |src: &str| -> Vec<String> {
+            units(src, Lang::Java)
+                .iter()
+                .map(|u| {
+                    u.sites
+                        .iter()
+                        .map(|s| match s {
+                            Site::Toggle(a, b, to) => format!("{} -> {to}", &src[*a..*b]),
+                            Site::Lits(_) => "lits".into(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect()
+        };
+        let alone = format!(
+            "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.assertTrue;\n\n{body}"
+        );
+        assert_eq!(
+            turned(&alone),
+            [
+                "isOk(1) -> !(isOk(1))",
+                "isOk(2) -> !(isOk(2))",
+                "isOk(3) -> !(isOk(3))",
+                "",
+                "assertTrue -> assertFalse"
+            ]
+        );
+        for imports in [
+            "import static org.junit.jupiter.api.Assertions.assertTrue;\nimport static org.junit.jupiter.api.Assertions.assertFalse;\n",
+            "import static org.junit.jupiter.api.Assertions.*;\n",
+        ] {
+            let src = format!("import org.junit.jupiter.api.Test;\n{imports}\n{body}");
+            assert!(turned(&src).iter().all(|t| t == "assertTrue -> assertFalse"), "{:?}", turned(&src));
+        }
+        // AssertJ's Assertions.* has no assertFalse.
+        let assertj = format!("import static org.assertj.core.api.Assertions.*;\n{body}");
+        assert_eq!(turned(&assertj)[0], "isOk(1) -> !(isOk(1))");
+    }
+
+    /// Python: `self.assertTrue` turns into `self.assertFalse`, a function of the file's own
+    /// named `assertTrue` does not (the file may have no `assertFalse`).
+    #[test]
+    fn python_turns_only_unittest_methods() {
+        let py = "def assertTrue(x):\n    assert x\n\n\ndef test_free():\n    assertTrue(ok(1))\n\n\nclass T(unittest.TestCase):\n    def test_method(self):\n        self.assertTrue(ok(2))\n";
+        let us = units(py, Lang::Python);
+        assert_eq!(us.len(), 2);
+        assert!(us[0].sites.is_empty(), "{:?}", us[0].sites);
+        assert!(matches!(&us[1].sites[..], [Site::Toggle(_, _, to)] if to == "assertFalse"));
     }
 }

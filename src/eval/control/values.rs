@@ -264,14 +264,16 @@ impl<'a> Corpus<'a> {
     /// replaces, and its replacement) in unit `u`: how much more often the new form occurs
     /// outside the unit than the old, in logs. A Rust `x` turned `!(x)` counts `assert!(!`
     /// against the file's other `assert!(`.
+    ///
+    /// A condition turned over (`assert!(!(c))`, Java's `assertTrue(!(c))`) counts the file's
+    /// checks of a negated condition against its others.
     pub fn tell_toggle(&self, u: &Unit, from: &str, to: &str) -> f64 {
         let outside = |form: &str| -> usize {
             self.toks.iter().filter(|t| (t.1 <= u.start || t.0 >= u.end) && &self.src[t.0..t.1] == form).count()
         };
         let (a, b) = if to == format!("!({from})") {
             let text = format!("{}{}", &self.src[..u.start], &self.src[u.end..]);
-            let neg = text.matches("assert!(!").count();
-            (text.matches("assert!(").count() - neg, neg)
+            negated_checks(&text)
         } else {
             (outside(from), outside(to))
         };
@@ -570,6 +572,19 @@ impl<'a> Corpus<'a> {
         let (s, e) = rs[i];
         Some((format!("{}{to}{}", &text[..s], &text[e..]), gap))
     }
+}
+
+/// The checks of `text` whose condition is not negated, and those whose condition is (Rust's
+/// `assert!(!`, Java's `assertTrue(!`).
+pub fn negated_checks(text: &str) -> (usize, usize) {
+    let (mut plain, mut neg) = (0, 0);
+    for call in ["assert!(", "assertTrue(", "assertFalse("] {
+        let all = text.matches(call).count();
+        let n = text.matches(&format!("{call}!")).count();
+        plain += all.saturating_sub(n);
+        neg += n;
+    }
+    (plain, neg)
 }
 
 #[cfg(test)]
