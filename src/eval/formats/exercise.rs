@@ -63,19 +63,28 @@ impl Steps for Exercise {
             r.controls = Some("none: calibration saw controls change this instance's own tests".into());
             return Ok(Check::None);
         }
-        let all;
         let plan = match o.controls {
             ControlMode::Verify | ControlMode::VerifyExpected => {
-                let inputs = o.controls == ControlMode::Verify;
-                all = control::candidates(&job.inst.language, &prepared.tree, test, inputs);
-                control::Plan::All(&all)
+                control::PlanRequest::All { inputs: o.controls == ControlMode::Verify }
             }
-            _ => control::Plan::Run(
-                job.cal.as_ref().filter(|e| e.controls_made == control::CANDIDATES).map(|e| e.controls.as_slice()),
+            _ => control::PlanRequest::Run(
+                job.cal.as_ref().filter(|e| e.controls_made == control::CANDIDATES).map(|e| e.controls.clone()),
             ),
         };
         let stale = job.cal.as_ref().is_some_and(|e| e.controls_made != control::CANDIDATES && !e.controls.is_empty());
-        match control::plant(&job.inst.language, job.runner.parser, &prepared.tree, test, plan) {
+        if job.runner.parser == Parser::ExitCode || control::lang_of(&job.inst.language).is_none() {
+            return Ok(Check::None);
+        }
+        // In a child process: the dataset's test files are data, and nothing the model does
+        // with them may end eval (see control::plant_contained).
+        let req = control::Request {
+            language: job.inst.language.clone(),
+            parser: job.runner.parser,
+            tree: prepared.tree.clone(),
+            tests: test.clone(),
+            plan,
+        };
+        match control::plant_contained(&o.binary, &req) {
             Ok(Some(mut c)) => {
                 if stale && !o.controls.verifies() {
                     c.weak = Some(
@@ -295,10 +304,23 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
     let script = runner.setup.iter().map(|s| s.as_str()).chain(["exec \"$@\""]).collect::<Vec<_>>().join(" && ");
     let mut command = vec!["sh".to_string(), "-c".into(), script, "sh".into()];
     command.extend(runner.test.iter().map(|a| expand_test_arg(a, name)));
-    let tampering = crate::eval::tamper::scan_solution(
+    // The dataset's test files as they are in the tree (no control planted yet): Go's, every
+    // `_test.go` of the package.
+    let test_texts: Vec<String> =
+        std::fs::read_dir(tree.join(test.first().and_then(|t| t.rsplit_once('/')).map(|x| x.0).unwrap_or("")))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with("_test.go"))
+            .map(|e| e.path())
+            .chain(test.iter().map(|t| tree.join(t)))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect();
+    let tampering = crate::eval::tamper::scan_solution_beside(
         &inst.language,
         files.iter().filter_map(|(rel, b)| b.as_deref().map(|b| (rel.as_str(), b))),
         test,
+        Some(&test_texts),
     );
     Ok(Prepared {
         tree,
