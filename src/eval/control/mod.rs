@@ -1017,7 +1017,15 @@ fn synthetic(lang: Lang, tree: &Path, tests: &[String]) -> Result<Control, Strin
     let text = match lang {
         Lang::Python => format!("\n\ndef {name}():\n    assert {a} == {b}\n"),
         Lang::Rust => format!("\n#[test]\nfn {name}() {{\n    assert_eq!({a}u64, {b}u64);\n}}\n"),
-        Lang::Js => format!("\ntest('{name}', () => {{\n  expect({a}).toBe({b});\n}});\n"),
+        Lang::Js => {
+            // `it` where the file's tests are all `it(...)` (javascript/grep), `test` otherwise.
+            let uses = |w: &str| {
+                let re = regex::Regex::new(&format!(r"(^|[^\w.$])x?{w}\s*\(")).ok();
+                texts.iter().any(|t| re.as_ref().is_some_and(|r| r.is_match(t)))
+            };
+            let call = if uses("it") && !uses("test") { "it" } else { "test" };
+            format!("\n{call}('{name}', () => {{\n  expect({a}).toBe({b});\n}});\n")
+        }
         Lang::Cpp => format!("\nTEST_CASE(\"{name}\") {{ REQUIRE({a} == {b}); }}\n"),
         Lang::Go => format!("\nfunc {name}(t *testing.T) {{\n\tif a, b := {a}, {b}; a != b {{\n\t\tt.Fatalf(\"%d != %d\", a, b)\n\t}}\n}}\n"),
         Lang::Java => {
@@ -1586,5 +1594,154 @@ mod tests {
         };
         assert_eq!(failed_each(&p, &c), [false]);
         assert_eq!(check(&mut p, &c), Outcome::Passed(1));
+    }
+
+    /// Every exercise of the benchmark there is here: ../shared's 114, and the whole 225 when
+    /// `POLYSANDBOX_POLYGLOT_FULL` names a checkout of Aider-AI/polyglot-benchmark. Each one's
+    /// controls made as calibration makes them (every candidate at once) and as a run does
+    /// (uncalibrated): no error, no panic, at least one control, and no call the file cannot
+    /// make (a name called unqualified that the original never calls, Catch2's `_FALSE` forms
+    /// aside); Python files still parse and JavaScript files pass `node --check`.
+    #[test]
+    fn every_exercise_gets_controls_its_file_can_run() {
+        let mut insts = shared_exercises("every_exercise_gets_controls_its_file_can_run").unwrap_or_default();
+        match std::env::var_os("POLYSANDBOX_POLYGLOT_FULL") {
+            Some(full) => {
+                let more = crate::eval::dataset::load(Path::new(&full)).unwrap();
+                insts.retain(|i| !more.iter().any(|m| m.id == i.id));
+                insts.extend(more);
+            }
+            None => {
+                let line = "SKIPPED in part: every_exercise_gets_controls_its_file_can_run: no POLYSANDBOX_POLYGLOT_FULL (the 111 held-out exercises)\n";
+                // SAFETY: a write of a valid buffer to fd 2.
+                unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+            }
+        }
+        let calls = |src: &str, lang: Lang| -> std::collections::BTreeSet<String> {
+            let toks = lex::lex(src, lang);
+            (0..toks.len())
+                .filter(|&k| {
+                    toks[k].kind == lex::Kind::Ident
+                        && toks.get(k + 1).is_some_and(|t| t.text(src) == "(")
+                        && (k == 0 || ![".", "::", "->", "fn", "func", "def", "void"].contains(&toks[k - 1].text(src)))
+                })
+                .map(|k| toks[k].text(src).to_string())
+                .collect()
+        };
+        let mut bad = Vec::new();
+        let mut checked = 0;
+        for i in &insts {
+            let crate::eval::instance::Kind::Exercise { dir, test, .. } = &i.kind else { continue };
+            let lang = lang_of(&i.language).unwrap();
+            for all in [true, false] {
+                let d = std::env::temp_dir().join(format!(
+                    "ps-every-{}-{}-{all}",
+                    std::process::id(),
+                    i.id.replace('/', "_")
+                ));
+                let _ = std::fs::remove_dir_all(&d);
+                assert!(std::process::Command::new("cp").arg("-a").arg(dir).arg(&d).status().unwrap().success());
+                let files = test_files(lang, &d, test);
+                let before: Vec<String> =
+                    files.iter().map(|f| std::fs::read_to_string(d.join(f)).unwrap_or_default()).collect();
+                let req = Request {
+                    language: i.language.clone(),
+                    parser: Parser::JunitXml,
+                    tree: d.clone(),
+                    tests: test.clone(),
+                    plan: if all { PlanRequest::All { inputs: true } } else { PlanRequest::Run(None) },
+                };
+                let got = std::panic::catch_unwind(|| serve(&req));
+                match got {
+                    Err(_) => bad.push(format!("{} (all: {all}): panicked", i.id)),
+                    Ok(Err(e)) => bad.push(format!("{} (all: {all}): {e}", i.id)),
+                    Ok(Ok(None)) => bad.push(format!("{} (all: {all}): no controls", i.id)),
+                    Ok(Ok(Some(c))) if c.names.is_empty() => bad.push(format!("{} (all: {all}): no controls", i.id)),
+                    Ok(Ok(Some(_))) => {}
+                }
+                for (f, old) in files.iter().zip(&before) {
+                    let new = std::fs::read_to_string(d.join(f)).unwrap_or_default();
+                    let had = calls(old, lang);
+                    let fresh: Vec<String> = calls(&new, lang)
+                        .into_iter()
+                        .filter(|n| {
+                            !had.contains(n)
+                                && !(lang == Lang::Cpp
+                                    && ["REQUIRE", "CHECK", "REQUIRE_FALSE", "CHECK_FALSE"].contains(&n.as_str()))
+                        })
+                        .collect();
+                    if !fresh.is_empty() {
+                        bad.push(format!("{} {f} (all: {all}): calls {fresh:?}, which the file never did", i.id));
+                    }
+                    let check: Option<Vec<&str>> = match lang {
+                        Lang::Python => {
+                            Some(vec!["python3", "-c", "import ast,sys; ast.parse(open(sys.argv[1]).read())"])
+                        }
+                        Lang::Js if f.ends_with(".js") => Some(vec!["node", "--check"]),
+                        _ => None,
+                    };
+                    if let Some(cmd) = check {
+                        if let Ok(o) = std::process::Command::new(cmd[0]).args(&cmd[1..]).arg(d.join(f)).output() {
+                            if !o.status.success() {
+                                bad.push(format!(
+                                    "{} {f} (all: {all}): {}",
+                                    i.id,
+                                    String::from_utf8_lossy(&o.stderr).trim()
+                                ));
+                            }
+                        }
+                    }
+                }
+                let _ = std::fs::remove_dir_all(&d);
+            }
+            checked += 1;
+        }
+        eprintln!("checked {checked} exercises");
+        assert!(bad.is_empty(), "{}", bad.join("\n"));
+    }
+
+    /// java/mazy-mice: no test of its file can be copied (no literal expectation, no check to
+    /// turn), and Java had no synthetic control, so every prediction, gold included, was an
+    /// `error`. A synthetic control is a method of the test class, and compiles with what the
+    /// file imports (AssertJ alone here): JUnit's names spelled out. Checked with javac, over
+    /// stand-ins for JUnit and AssertJ, where there is one.
+    #[test]
+    fn a_java_file_with_nothing_to_copy_gets_a_synthetic_control() {
+        let java = "import org.junit.jupiter.api.BeforeEach;\nimport org.junit.jupiter.api.Test;\n\nimport static org.assertj.core.api.Assertions.assertThat;\n\npublic class MazeGeneratorTest {\n    private MazeGenerator sut;\n\n    @BeforeEach\n    public void setup() {\n        sut = new MazeGenerator();\n    }\n\n    @Test\n    public void theDimensionsOfTheMazeAreCorrect() {\n        var maze = sut.generatePerfectMaze(6, 18);\n        assertThat(maze).as(\"dimensions\").hasDimensions(13, 37);\n    }\n\n    @Test\n    public void theMazeIsPerfect() {\n        var maze = sut.generatePerfectMaze(6, 18);\n        assertThat(maze).as(\"perfect\").satisfies(m -> {});\n    }\n}\n";
+        let f = "src/test/java/MazeGeneratorTest.java";
+        let d = scratch("java-synthetic", &[(f, java)]);
+        let c = plant("java", Parser::JunitXml, &d, &[f.into()], Plan::Run(None)).unwrap().unwrap();
+        assert_eq!(c.names.len(), 1);
+        assert_eq!(c.weak.as_deref(), Some(SYNTHETIC));
+        let after = std::fs::read_to_string(d.join(f)).unwrap();
+        let name = c.names[0].text.trim_start_matches('.').trim_end_matches('(').to_string();
+        assert!(name.starts_with(|ch: char| ch.is_ascii_lowercase()), "{name}");
+        let at = after.find(&format!("public void {name}()")).unwrap_or_else(|| panic!("{after}"));
+        assert!(
+            at < after.rfind('}').unwrap() && after[at..].contains("org.junit.jupiter.api.Assertions.assertEquals("),
+            "{after}"
+        );
+        assert!(c.names[0].matches(&format!("MazeGeneratorTest.{name}()")));
+        if std::process::Command::new("javac").arg("-version").output().is_ok_and(|o| o.status.success()) {
+            let stubs = [
+                ("org/junit/jupiter/api/Test.java", "package org.junit.jupiter.api;\npublic @interface Test {}\n"),
+                ("org/junit/jupiter/api/BeforeEach.java", "package org.junit.jupiter.api;\npublic @interface BeforeEach {}\n"),
+                ("org/junit/jupiter/api/Assertions.java", "package org.junit.jupiter.api;\npublic class Assertions {\n    public static void assertEquals(long a, long b) {}\n}\n"),
+                ("org/assertj/core/api/Assertions.java", "package org.assertj.core.api;\npublic class Assertions {\n    public static Obj assertThat(Object o) { return new Obj(); }\n    public static class Obj {\n        public Obj as(String s) { return this; }\n        public Obj hasDimensions(int a, int b) { return this; }\n        public Obj satisfies(java.util.function.Consumer<Object> c) { return this; }\n    }\n}\n"),
+                ("MazeGenerator.java", "public class MazeGenerator {\n    public char[][] generatePerfectMaze(int r, int c) { return new char[0][0]; }\n}\n"),
+            ];
+            for (p, text) in stubs {
+                let p = d.join("stubs").join(p);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            let mut cmd = std::process::Command::new("sh");
+            cmd.arg("-c")
+                .arg("javac -d out $(find stubs -name '*.java') src/test/java/MazeGeneratorTest.java")
+                .current_dir(&d);
+            let o = cmd.output().unwrap();
+            assert!(o.status.success(), "{}\n{after}", String::from_utf8_lossy(&o.stderr));
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 }
