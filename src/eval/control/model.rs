@@ -222,7 +222,11 @@ fn bound(src: &str, toks: &[Token], (a, b): (usize, usize), name: &str, lang: La
         }
         found = Some(display(src, toks, (from, to), lang)?);
     }
-    found
+    // Bound and compared, nothing else: a name that is an input too (rust/doubly-linked-list's
+    // `const N: usize = 15;` both taken from the list and compared with its length) changes
+    // both sides of the comparison, and gold passes the copy.
+    let uses = toks[a..b].iter().filter(|x| x.kind == Kind::Ident && x.text(src) == name).count();
+    found.filter(|_| uses == 2)
 }
 
 /// The expectation of an equality with arguments `xs` (the first two count): a display, or a
@@ -792,7 +796,37 @@ fn clike(src: &str, toks: &[Token], lang: Lang) -> Vec<Unit> {
                         continue;
                     }
                     let Some(open) = (k..toks.len()).find(|&x| word(x) == "{") else { continue };
-                    (here, k + 1, open, vec![], vec![])
+                    // The attributes above `#[test]` are the unit's too: a copy goes above them
+                    // (not between a `#[cfg(...)]` and the test it gates), and a test the build
+                    // may leave out (`#[cfg(feature = "advanced")]`, rust/doubly-linked-list)
+                    // gives no control, which would not run.
+                    let mut first = here;
+                    let mut gated = false;
+                    while first >= 1 && word(first - 1) == "]" {
+                        let mut d = 0i32;
+                        let mut m = first - 1;
+                        loop {
+                            match word(m) {
+                                "]" => d += 1,
+                                "[" => d -= 1,
+                                _ => {}
+                            }
+                            if d == 0 || m == 0 {
+                                break;
+                            }
+                            m -= 1;
+                        }
+                        if d != 0 || m == 0 || word(m - 1) != "#" {
+                            break;
+                        }
+                        gated |= word(m + 1) == "cfg" && !(word(m + 3) == "test" && word(m + 4) == ")");
+                        first = m - 1;
+                    }
+                    if gated {
+                        j = matching(src, toks, open).map(|c| c + 1).unwrap_or(toks.len());
+                        continue;
+                    }
+                    (first, k + 1, open, vec![], vec![])
                 }
                 Lang::Js
                     if ["test", "it", "xtest", "xit"].contains(&word(here))
@@ -1230,5 +1264,26 @@ mod tests {
         assert_eq!(us.len(), 2);
         assert!(us[0].sites.is_empty(), "{:?}", us[0].sites);
         assert!(matches!(&us[1].sites[..], [Site::Toggle(_, _, to)] if to == "assertFalse"));
+    }
+
+    /// rust/doubly-linked-list: a test under `#[cfg(feature = "advanced")]` gives no control
+    /// (its copy would not be built), and a unit starts at its first attribute, so that a copy
+    /// put before it does not land between the `#[cfg]` and the test it gates.
+    #[test]
+    fn rust_attributes_above_the_test_go_with_it() {
+        let rs = "#[test]\n#[ignore]\nfn plain() {\n    assert_eq!(f(), 1);\n}\n\n#[cfg(feature = \"advanced\")]\n#[allow(dead_code)]\n#[test]\n#[ignore]\nfn gated() {\n    assert_eq!(g(), 2);\n}\n\n#[allow(clippy::all)]\n#[test]\nfn allowed() {\n    assert!(h());\n}\n";
+        let us = units(rs, Lang::Rust);
+        assert_eq!(us.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["plain", "allowed"]);
+        assert_eq!(us[1].start, rs.find("#[allow(clippy").unwrap());
+    }
+
+    /// A bound expectation that is an input too is no exact site: `const N` taken from the
+    /// list and compared with its length (rust/doubly-linked-list's gold passed that copy).
+    #[test]
+    fn a_name_that_is_an_input_too_is_no_expectation() {
+        let rs = "#[test]\nfn counts() {\n    const N: usize = 15;\n    let list = make(N);\n    assert_eq!(list.len(), N);\n}\n\n#[test]\nfn compares() {\n    let expected = 15;\n    assert_eq!(make(3).len(), expected);\n}\n";
+        let us = units(rs, Lang::Rust);
+        assert!(us[0].sites.is_empty(), "{:?}", us[0].sites);
+        assert!(matches!(&us[1].sites[..], [Site::Lits(l)] if &rs[l[0].start..l[0].end] == "15"));
     }
 }
