@@ -1743,4 +1743,28 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&d);
     }
+
+    /// A control generator that dies (here by SIGABRT, as `panic = "abort"` ends a process) is
+    /// its instance's error, said, and eval's process goes on; before, planting ran in eval's own
+    /// process and java/two-bucket's panic ended the whole run (no result, no report).
+    #[test]
+    fn a_generator_that_aborts_is_one_error_not_the_end_of_eval() {
+        let d = scratch(
+            "abort",
+            &[("gen", "#!/bin/sh\ncat >/dev/null\necho 'thread panicked: capacity overflow' >&2\nkill -ABRT $$\n")],
+        );
+        let gen = d.join("gen");
+        std::fs::set_permissions(&gen, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let req = Request {
+            language: "java".into(),
+            parser: Parser::JunitXml,
+            tree: d.clone(),
+            tests: vec!["T.java".into()],
+            plan: PlanRequest::Run(None),
+        };
+        let e = plant_contained(&gen, &req).unwrap_err();
+        assert!(e.contains("the control generator failed") && e.contains("capacity overflow"), "{e}");
+        // The real one answers, in a process of its own, what `serve` answers here.
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
