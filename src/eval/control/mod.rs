@@ -404,7 +404,7 @@ fn mutate_once(text: &str) -> Option<String> {
                 return None;
             }
             let n: u64 = digits.parse().ok()?;
-            return Some(format!("{}.{frac}", n + 1 + below(9) as u64));
+            return Some(format!("{}.{frac}", n.checked_add(1 + below(9) as u64)?));
         }
         // A type suffix: letters, then digits (u64, i32, L).
         let suffix = rest.trim_start_matches(|c: char| c.is_ascii_alphabetic() || c == '_');
@@ -416,7 +416,11 @@ fn mutate_once(text: &str) -> Option<String> {
         }
         let n: u64 = digits.parse().ok()?;
         let delta = [1, 2, 3, 7, 10][below(5)];
-        let m = if n >= delta && random_u64() % 2 == 0 { n - delta } else { n + delta };
+        let m = if n >= delta && (random_u64() % 2 == 0 || n.checked_add(delta).is_none()) {
+            n - delta
+        } else {
+            n.checked_add(delta)?
+        };
         return Some(format!("{m}{rest}"));
     }
     let quote = first;
@@ -1766,5 +1770,25 @@ mod tests {
         assert!(e.contains("the control generator failed") && e.contains("capacity overflow"), "{e}");
         // The real one answers, in a process of its own, what `serve` answers here.
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Literals at the edges of their kind give another value or none, never a panic: a float
+    /// whose fraction has more digits than a u64 scales (`10^64` wraps to 0 and divided by
+    /// zero), the largest u64.
+    #[test]
+    fn literals_at_the_edges_of_their_kind_never_panic() {
+        let frac = "0.".to_string() + &"1".repeat(70);
+        let py = format!("import unittest\n\nclass T(unittest.TestCase):\n    def test_a(self):\n        self.assertEqual(f(1), {frac})\n\n    def test_b(self):\n        self.assertEqual(f(2), 18446744073709551615)\n\n    def test_c(self):\n        self.assertEqual(f(3), 0.5)\n");
+        for _ in 0..30 {
+            let d = scratch("edges", &[("t_test.py", &py)]);
+            let _ = candidates("python", &d, &["t_test.py".into()], true);
+            let _ = plant("python", Parser::JunitXml, &d, &["t_test.py".into()], Plan::Run(None)).unwrap();
+            let _ = std::fs::remove_dir_all(&d);
+        }
+        assert_eq!(mutate("18446744073709551615.5", &[]), None);
+        for _ in 0..20 {
+            let m = mutate("18446744073709551615", &[]).unwrap();
+            assert!(m.parse::<u64>().is_ok(), "{m}");
+        }
     }
 }
