@@ -211,8 +211,10 @@ const PLANT_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
 /// stdin, the answer as JSON on its stdout). The model reads the dataset's test files, data
 /// of any shape: whatever goes wrong there (a panic aborts the process: `panic = "abort"`, so
 /// no `catch_unwind` could hold it; an endless loop) ends that child, and is this instance's
-/// error, never the end of eval and every other instance's result.
-pub fn plant_contained(binary: &Path, req: &Request) -> Result<Option<Control>, String> {
+/// error, never the end of eval and every other instance's result. The outer error is the
+/// child's failure (it died, took too long, could not start: worth another attempt, its draws
+/// are random); the inner one its answer.
+pub fn plant_contained(binary: &Path, req: &Request) -> Result<Result<Option<Control>, String>, String> {
     use std::io::{Read, Write};
     use std::process::{Command, Stdio};
     let input = serde_json::to_vec(req).map_err(|e| e.to_string())?;
@@ -266,7 +268,7 @@ pub fn plant_contained(binary: &Path, req: &Request) -> Result<Option<Control>, 
         ));
     }
     serde_json::from_slice::<Result<Option<Control>, String>>(&out)
-        .map_err(|e| format!("the control generator's answer: {e}"))?
+        .map_err(|e| format!("the control generator's answer: {e}"))
 }
 
 /// `polysandbox plant-controls`: a [`Request`] on stdin, its answer on stdout.
@@ -1767,6 +1769,7 @@ mod tests {
             plan: PlanRequest::Run(None),
         };
         let e = plant_contained(&gen, &req).unwrap_err();
+        assert!(plant_contained(&d.join("nowhere"), &req).is_err());
         assert!(e.contains("the control generator failed") && e.contains("capacity overflow"), "{e}");
         // The real one answers, in a process of its own, what `serve` answers here.
         let _ = std::fs::remove_dir_all(&d);

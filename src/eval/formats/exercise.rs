@@ -84,7 +84,12 @@ impl Steps for Exercise {
             tests: test.clone(),
             plan,
         };
-        match control::plant_contained(&o.binary, &req) {
+        let planted = match control::plant_contained(&o.binary, &req) {
+            Ok(answer) => answer,
+            // The generator died or hung: another attempt draws anew.
+            Err(e) => return Err((format!("planting the control tests: {e}"), false)),
+        };
+        match planted {
             Ok(Some(mut c)) => {
                 if stale && !o.controls.verifies() {
                     c.weak = Some(
