@@ -5,9 +5,59 @@
 mod common;
 use common::*;
 use polysandbox::eval::formats::exercise::gold_files;
-use polysandbox::eval::tamper::{scan_patch, scan_solution};
+use polysandbox::eval::tamper::{scan_patch, scan_solution, scan_solution_beside};
 use serde_json::Value;
 use std::path::Path;
+
+/// Every reference solution of the whole benchmark (225 exercises, `POLYSANDBOX_POLYGLOT_FULL`
+/// naming a checkout of Aider-AI/polyglot-benchmark), scanned as eval scans it, beside its test
+/// files: no decisive flag, which would grade gold unresolved whatever its tests say
+/// (rust/doubly-linked-list's `impl Drop` once did).
+#[test]
+fn no_reference_solution_of_the_whole_benchmark_is_decided_against() {
+    let Some(root) = std::env::var_os("POLYSANDBOX_POLYGLOT_FULL") else {
+        return skip("no_reference_solution_of_the_whole_benchmark_is_decided_against", "no POLYSANDBOX_POLYGLOT_FULL");
+    };
+    let (mut exercises, mut decided) = (0, Vec::new());
+    for lang in std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let language = lang.file_name().to_string_lossy().to_string();
+        let Ok(dirs) = std::fs::read_dir(lang.path().join("exercises/practice")) else { continue };
+        for d in dirs.flatten() {
+            let Ok(text) = std::fs::read_to_string(d.path().join(".meta/config.json")) else { continue };
+            let cfg: Value = serde_json::from_str(&text).unwrap();
+            let list = |k: &str| -> Vec<String> {
+                cfg["files"][k]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    .unwrap_or_default()
+            };
+            let files: Vec<(String, Vec<u8>)> = gold_files(&list("solution"), &list("example"))
+                .into_iter()
+                .map(|(ex, sol)| (sol, std::fs::read(d.path().join(ex)).unwrap()))
+                .collect();
+            let mut tests: Vec<String> =
+                list("test").iter().filter_map(|t| std::fs::read_to_string(d.path().join(t)).ok()).collect();
+            for e in std::fs::read_dir(d.path()).unwrap().flatten() {
+                if e.file_name().to_string_lossy().ends_with("_test.go") {
+                    tests.push(std::fs::read_to_string(e.path()).unwrap());
+                }
+            }
+            exercises += 1;
+            let flags = scan_solution_beside(
+                &language,
+                files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+                &list("test"),
+                Some(&tests),
+            );
+            let decisive: Vec<&String> = flags.iter().filter(|f| polysandbox::eval::tamper::decisive(f)).collect();
+            if !decisive.is_empty() {
+                decided.push(format!("{language}/{}: {decisive:?}", d.file_name().to_string_lossy()));
+            }
+        }
+    }
+    assert_eq!(exercises, 225, "the benchmark changed");
+    assert!(decided.is_empty(), "{}", decided.join("\n"));
+}
 
 /// Every reference solution of the 114 exercises in ../shared, scanned as the solution files
 /// eval would write: not one flag.

@@ -115,6 +115,10 @@ enum Command {
     /// Inside a sandbox: run a runner's tests one process each, measured (eval and `test` use it).
     #[command(hide = true)]
     EachTest(each_test::EachTestArgs),
+    /// eval's: plant an exercise's control tests (a request on stdin, the answer on stdout), in
+    /// a process of its own so that no failure there ends the run.
+    #[command(hide = true)]
+    PlantControls,
 }
 
 /// The exit status of a command line clap refuses (its own, 2), for every subcommand but
@@ -165,6 +169,7 @@ pub fn main() -> i32 {
         Command::Man(args) => man::main(args),
         Command::System(args) => system::main(args),
         Command::EachTest(args) => each_test::main(args),
+        Command::PlantControls => crate::eval::control::plant_controls_main(),
     };
     // No init of ours outlives us unreaped.
     crate::sandbox::reap_all();

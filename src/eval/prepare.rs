@@ -109,10 +109,31 @@ pub fn alone() -> String {
     format!("|| {{ echo '{ALONE_MARKER}' >&2; exit {ALONE_FAILED}; }}")
 }
 
+/// What `{only_declared}` stands for in a catalogue test command, right after the build of the
+/// solution alone (`go build -gcflags=-e ...`, whose errors it takes): the build counts as
+/// passed when its only errors are `undefined:` names in `declared`, the helper functions the
+/// dataset's own test files give the solution (held-out go/bottle-song's `Title`, which its
+/// gold calls, as the benchmark's harness lets it). Any other error (the tests' table, a name
+/// nobody declares) still fails the build alone, shown, and `{alone}` after it says so.
+pub fn only_declared(declared: &[String]) -> String {
+    const LOG: &str = "/tmp/polysandbox-alone.log";
+    let names: Vec<&String> =
+        declared.iter().filter(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).collect();
+    let pattern = if names.is_empty() {
+        "'^$'".to_string()
+    } else {
+        format!("': undefined: ({})$'", names.iter().map(|n| n.as_str()).collect::<Vec<_>>().join("|"))
+    };
+    format!("2>{LOG} || {{ cat {LOG} >&2; ! grep -v '^#' {LOG} | grep -Eqv {pattern}; }}")
+}
+
 /// A catalogue test command's argument with the placeholders every exercise-like run fills:
-/// `{report}`, `{name}` (shell-quoted), `{alone}`.
+/// `{report}`, `{name}` (shell-quoted), `{alone}`, `{only_declared}` (no name declared).
 pub fn expand_test_arg(a: &str, name: &str) -> String {
-    a.replace("{report}", REPORT).replace("{name}", &shell_quote(name)).replace("{alone}", &alone())
+    a.replace("{report}", REPORT)
+        .replace("{name}", &shell_quote(name))
+        .replace("{alone}", &alone())
+        .replace("{only_declared}", &only_declared(&[]))
 }
 
 pub fn shell_quote(s: &str) -> String {

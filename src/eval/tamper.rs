@@ -252,11 +252,6 @@ const RULES: &[Rule] = &[
         pattern: r#""(os/exec|syscall|unsafe|runtime/debug|os/signal|io/ioutil|plugin|golang\.org/x/sys/[\w/]+|internal/[\w/]+|runtime/pprof|log|embed|debug/\w+|net|net/http|net/http/\w+|io/fs|testing/fstest|go/\w+)"|go:linkname|//export\b|import\s+"C"|\bruntime\s*\.\s*(Caller|Callers|CallersFrames|FuncForPC|Goexit|Stack|SetFinalizer|Breakpoint)\b"#,
         what: "uses processes, system calls, unsafe memory or the call stack",
     },
-    Rule {
-        langs: &["go"],
-        pattern: r"(?m)^(const|var|func|type)\s+(true|false|nil|iota|len|cap|append|make|new|panic|print|println|copy|delete|close|complex|real|imag|recover|min|max|clear|error|string|bool|byte|rune|any|comparable|u?int(8|16|32|64|ptr)?|float(32|64)|complex(64|128))\b|(?m)^\s+(true|false|nil|iota|len|cap|append|make|new|panic|copy|delete|min|max|error|string|bool|int)\s*(,\s*\w+\s*)*(\s[\w\[\]*.]+\s*)?=[^=]",
-        what: REDECLARES_GO,
-    },
     // Java.
     Rule {
         langs: &["java", "kotlin"],
@@ -275,9 +270,11 @@ const RULES: &[Rule] = &[
         pattern: r#"#\s*!?\s*\[\s*(ctor|dtor|no_mangle|export_name|link_section|used|global_allocator|link|linkage|unsafe\s*\()|\.init_array|\.fini_array|extern\s+"C"|\blibc\s*::|\b(asm|global_asm|naked_asm|include_str|include_bytes|include|file|env|option_env)\s*!|\bextern\s+crate\s+(test|libc|core)\b"#,
         what: "runs code at load or exit, calls C, or reads files at compile time",
     },
+    // A function named as the prelude's is in beyond_patterns: a method or an associated
+    // function (`impl Drop`'s `fn drop(&mut self)`) shadows nothing.
     Rule {
         langs: &["rust"],
-        pattern: r"\bfn\s+(Some|Ok|Err|None|drop|assert\w*)\b|\b(const|static)\s+(None|Some|Ok|Err)\b|\b(struct|enum|type|trait)\s+(Option|Vec|String|Box|PartialEq|Eq|PartialOrd|Ord|Debug|Clone|Some|Ok|Err|None)\b|macro_rules!\s*(assert\w*|panic|vec|matches|debug_assert\w*)\b",
+        pattern: r"\b(const|static)\s+(None|Some|Ok|Err)\b|\b(struct|enum|type|trait)\s+(Option|Vec|String|Box|PartialEq|Eq|PartialOrd|Ord|Debug|Clone|Some|Ok|Err|None)\b|macro_rules!\s*(assert\w*|panic|vec|matches|debug_assert\w*)\b",
         what: SHADOWS_RUST,
     },
     Rule {
@@ -344,6 +341,17 @@ pub fn scan_solution<'a>(
     files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
     test_files: &[String],
 ) -> Vec<String> {
+    scan_solution_beside(language, files, test_files, None)
+}
+
+/// [`scan_solution`], with the test files' texts when they are known: a flag about a name the
+/// tests would take for another (Go's predeclared `max`) is raised only when they use it.
+pub fn scan_solution_beside<'a>(
+    language: &str,
+    files: impl IntoIterator<Item = (&'a str, &'a [u8])>,
+    test_files: &[String],
+    tests: Option<&[String]>,
+) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let mut met: Vec<&'static str> = Vec::new();
     let test_names: Vec<&str> =
@@ -362,7 +370,7 @@ pub fn scan_solution<'a>(
                     out.push(format!("{} ({path}:{}: {})", rule.what, line_of(m.start()), excerpt(m.as_str())));
                 }
             }
-            for (what, at, seen) in beyond_patterns(language, &text) {
+            for (what, at, seen) in beyond_patterns(language, &text, tests) {
                 if !met.contains(&what) {
                     met.push(what);
                     out.push(format!("{what} ({path}:{}: {})", line_of(at), excerpt(&seen)));
@@ -403,7 +411,7 @@ pub fn scan_solution<'a>(
 
 /// What a regular expression over the text cannot say, per language: `(what, where, what was
 /// met)`.
-fn beyond_patterns(language: &str, text: &str) -> Vec<(&'static str, usize, String)> {
+fn beyond_patterns(language: &str, text: &str, tests: Option<&[String]>) -> Vec<(&'static str, usize, String)> {
     let mut out = Vec::new();
     match language {
         "python" => {
@@ -422,6 +430,14 @@ fn beyond_patterns(language: &str, text: &str) -> Vec<(&'static str, usize, Stri
         "go" => {
             if let Some((at, seen)) = go_renamed_import(text) {
                 out.push(("imports os, flag, testing, runtime or reflect under another name", at, seen));
+            }
+            if let Some((at, seen)) = go_redeclared(&code_only(text, '/', true), tests) {
+                out.push((REDECLARES_GO, at, seen));
+            }
+        }
+        "rust" => {
+            if let Some((at, seen)) = rust_prelude_shadowed(&code_only(text, '/', true)) {
+                out.push((SHADOWS_RUST, at, seen));
             }
         }
         "cpp" | "c" => {
@@ -548,6 +564,86 @@ fn python_module_reach(code: &str) -> Option<(usize, String)> {
     // sys or os reached as another module's attribute (`collections._sys`, `os.path.sys`).
     static ATTR: OnceLock<Regex> = OnceLock::new();
     once(&ATTR, r"\.\s*_*(sys|os|builtins)\b").find(code).map(|m| (m.start(), m.as_str().to_string()))
+}
+
+/// The brace blocks open at each byte of `code` (comments and strings blanked): for each
+/// `{`, the text of its header (from the end of the previous statement or block).
+fn open_blocks(code: &str, at: usize) -> Vec<&str> {
+    let mut stack: Vec<usize> = Vec::new();
+    for (i, c) in code[..at].char_indices() {
+        match c {
+            '{' => stack.push(i),
+            '}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+    }
+    stack
+        .into_iter()
+        .map(|open| {
+            let from = code[..open].rfind([';', '{', '}']).map(|i| i + 1).unwrap_or(0);
+            code[from..open].trim()
+        })
+        .collect()
+}
+
+/// A Rust function named as the prelude's values are (`Some`, `Ok`, `Err`, `None`, `drop`) where
+/// the tests' `use super::*` would take it for the prelude's: a free function of a module. Not
+/// a method or an associated function (`impl Drop`'s `fn drop(&mut self)`, a destructor in
+/// every linked list), nor a function local to another.
+fn rust_prelude_shadowed(code: &str) -> Option<(usize, String)> {
+    static FN: OnceLock<Regex> = OnceLock::new();
+    static MODULE: OnceLock<Regex> = OnceLock::new();
+    let module = once(&MODULE, r"(^|\s)mod\s+\w+$");
+    once(&FN, r"\bfn\s+(Some|Ok|Err|None|drop)\b").find_iter(code).find_map(|m| {
+        let free = open_blocks(code, m.start()).iter().all(|h| module.is_match(h));
+        free.then(|| (m.start(), m.as_str().to_string()))
+    })
+}
+
+/// A Go package-level declaration of a name Go predeclares (`func max`, `var true`, a
+/// `const (` group's `nil`), which the package's tests would then use in its place. Names
+/// the tests (when known) never use are not flagged: `func max(a, b int) int` was every
+/// solution's helper before Go 1.21. A local variable (`max = v` in a loop) shadows nothing
+/// of the tests'.
+fn go_redeclared(code: &str, tests: Option<&[String]>) -> Option<(usize, String)> {
+    const NAMES: &str = r"true|false|nil|iota|len|cap|append|make|new|panic|print|println|copy|delete|close|complex|real|imag|recover|min|max|clear|error|string|bool|byte|rune|any|comparable|u?int(8|16|32|64|ptr)?|float(32|64)|complex(64|128)";
+    static TOP: OnceLock<Regex> = OnceLock::new();
+    static GROUP: OnceLock<Regex> = OnceLock::new();
+    static ENTRY: OnceLock<Regex> = OnceLock::new();
+    let top = once(&TOP, &format!(r"(?m)^(const|var|func|type)\s+({NAMES})\b"));
+    let group = once(&GROUP, r"(?ms)^(const|var|type)\s*\((.*?)^\)");
+    let entry = once(&ENTRY, &format!(r"(?m)^\s*(({NAMES})\b|\w+\s*,\s*({NAMES})\b)"));
+    let mut found: Vec<(usize, String, String)> = Vec::new();
+    for c in top.captures_iter(code) {
+        let m = c.get(0)?;
+        found.push((m.start(), m.as_str().to_string(), c[2].to_string()));
+    }
+    for g in group.captures_iter(code) {
+        let body = g.get(2)?;
+        for e in entry.captures_iter(body.as_str()) {
+            let m = e.get(0)?;
+            // A struct's field in a `type (` group is no declaration.
+            let before = &body.as_str()[..m.start()];
+            if before.matches('{').count() != before.matches('}').count() {
+                continue;
+            }
+            let name = e.get(2).or(e.get(4)).map(|x| x.as_str().to_string()).unwrap_or_default();
+            found.push((body.start() + m.start(), m.as_str().trim().to_string(), name));
+        }
+    }
+    found.sort();
+    found
+        .into_iter()
+        .find(|(_, _, name)| {
+            ["true", "false", "nil", "iota"].contains(&name.as_str())
+                || tests.is_none_or(|ts| {
+                    let used = Regex::new(&format!(r"(^|[^.\w]){name}\b")).ok();
+                    ts.iter().any(|t| used.as_ref().is_none_or(|u| u.is_match(&code_only(t, '/', true))))
+                })
+        })
+        .map(|(at, seen, _)| (at, seen))
 }
 
 /// A Go import of a package the rules name, under another name (`import o "os"`, a dot or
@@ -1156,5 +1252,39 @@ mod tests {
             p("testing/test_x.py", "from _pytest.pytester import Pytester")
         );
         assert!(scan_patch(&own).is_empty(), "{:?}", scan_patch(&own));
+    }
+
+    /// No decisive flag on what a language's solutions write as a matter of course: a Rust
+    /// destructor (`impl Drop`, rust/doubly-linked-list's gold), a method or an associated
+    /// function named `drop`, a Go local variable `max` or a `func max` the tests never use.
+    /// What the flags are for stays flagged: a free `fn drop`/`fn Some` the tests' `use
+    /// super::*` would take for the prelude's, Go's `true` or a `max` the tests call redeclared.
+    #[test]
+    fn idiomatic_code_raises_no_decisive_flag() {
+        let decisive_with = |lang: &str, path: &str, code: &str, tests: Option<&[String]>| {
+            scan_solution_beside(lang, [(path, code.as_bytes())], &["x_test.go".to_string()], tests)
+                .into_iter()
+                .filter(|f| decisive(f))
+                .collect::<Vec<_>>()
+        };
+        let none = "pub struct List<T> { head: Option<Box<Node<T>>> }\n\nimpl<T> Drop for List<T> {\n    fn drop(&mut self) {\n        let mut cur = self.head.take();\n        while let Some(mut n) = cur {\n            cur = n.next.take();\n        }\n    }\n}\n\nimpl<T> List<T> {\n    pub fn drop(list: Self) {}\n    fn helper() {\n        fn drop(x: u8) {}\n    }\n}\n\npub trait Gone { fn drop(self); }\n";
+        assert_eq!(decisive_with("rust", "src/lib.rs", none, None), Vec::<String>::new());
+        for bad in [
+            "pub fn drop<T>(_x: T) {}\n",
+            "mod inner {\n    pub fn Some<T>(x: T) -> Option<T> { None }\n}\npub use inner::*;\n",
+        ] {
+            assert_eq!(decisive_with("rust", "src/lib.rs", bad, None).len(), 1, "{bad}");
+        }
+        let tests: Vec<String> =
+            vec!["package p\nfunc TestMax(t *testing.T) {\n\tif got := Largest([]int{1}); got != 1 {\n\t\tt.Fatal(got)\n\t}\n}\n".into()];
+        let go = "package p\n\nfunc max(a, b int) int {\n\tif a > b {\n\t\treturn a\n\t}\n\treturn b\n}\n\nfunc Largest(xs []int) int {\n\tmax := 0\n\tfor _, v := range xs {\n\t\tif v > max {\n\t\t\tmax = v\n\t\t}\n\t}\n\treturn max\n}\n\ntype (\n\tPair struct {\n\t\tlen int\n\t}\n)\n";
+        assert_eq!(decisive_with("go", "p.go", go, Some(&tests)), Vec::<String>::new());
+        // The tests call max: the solution's max is what they get.
+        let calls: Vec<String> =
+            vec!["package p\nfunc TestMax(t *testing.T) {\n\tif max(1, 2) != 2 {\n\t\tt.Fatal()\n\t}\n}\n".into()];
+        assert_eq!(decisive_with("go", "p.go", go, Some(&calls)).len(), 1);
+        for bad in ["package p\nvar true = false\n", "package p\nconst (\n\tA = 1\n\tnil = 0\n)\n"] {
+            assert_eq!(decisive_with("go", "p.go", bad, Some(&tests)).len(), 1, "{bad}");
+        }
     }
 }

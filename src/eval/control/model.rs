@@ -222,7 +222,11 @@ fn bound(src: &str, toks: &[Token], (a, b): (usize, usize), name: &str, lang: La
         }
         found = Some(display(src, toks, (from, to), lang)?);
     }
-    found
+    // Bound and compared, nothing else: a name that is an input too (rust/doubly-linked-list's
+    // `const N: usize = 15;` both taken from the list and compared with its length) changes
+    // both sides of the comparison, and gold passes the copy.
+    let uses = toks[a..b].iter().filter(|x| x.kind == Kind::Ident && x.text(src) == name).count();
+    found.filter(|_| uses == 2)
 }
 
 /// The expectation of an equality with arguments `xs` (the first two count): a display, or a
@@ -319,6 +323,10 @@ fn sites(
                             sites.push(Site::Lits(vec![Lit { start: toks[x].start, end: toks[x].end }]));
                         }
                     }
+                    // unittest's methods (`self.assertTrue`): the other is always there; a
+                    // function of that name is the file's own, and may have no other.
+                    "assertTrue" | "assertFalse" | "assertIsNone" | "assertIsNotNone"
+                        if word(j.wrapping_sub(1)) != "." => {}
                     "assertTrue" => toggle(&mut sites, j, "assertFalse"),
                     "assertFalse" => toggle(&mut sites, j, "assertTrue"),
                     "assertIsNone" => toggle(&mut sites, j, "assertIsNotNone"),
@@ -413,8 +421,16 @@ fn sites(
                         sites.push(Site::Lits(l));
                     }
                 }
-                "assertTrue" => toggle(&mut sites, j, "assertFalse"),
-                "assertFalse" => toggle(&mut sites, j, "assertTrue"),
+                "assertTrue" | "assertFalse" => {
+                    let other = if w == "assertTrue" { "assertFalse" } else { "assertTrue" };
+                    if word(j.wrapping_sub(1)) == "." || java_static_import(src, other) {
+                        toggle(&mut sites, j, other);
+                    } else if let Some(site) = java_negated_condition(src, toks, j + 1) {
+                        // Not imported (a file that uses assertTrue alone): the condition
+                        // turned over instead, which compiles wherever the original does.
+                        sites.push(site);
+                    }
+                }
                 _ => {}
             },
             Lang::Cpp if word(j + 1) == "(" && ["REQUIRE", "CHECK", "REQUIRE_FALSE", "CHECK_FALSE"].contains(&w) => {
@@ -472,6 +488,39 @@ fn sites(
         .map(|x| Lit { start: x.start, end: x.end })
         .collect();
     (sites, inputs)
+}
+
+/// Whether a Java file can call `name` unqualified: a static import of it, or of every member
+/// of JUnit's assertion classes (AssertJ's `Assertions.*` has no `assertFalse`).
+fn java_static_import(src: &str, name: &str) -> bool {
+    src.lines().map(str::trim).any(|l| {
+        let Some(rest) = l.strip_prefix("import static ") else { return false };
+        let rest = rest.trim_end_matches(';').trim();
+        rest.rsplit_once('.').is_some_and(|(class, member)| {
+            member == name
+                || member == "*"
+                    && ["org.junit.jupiter.api.Assertions", "org.junit.Assert", "junit.framework.Assert"]
+                        .contains(&class)
+        })
+    })
+}
+
+/// `assertTrue(c)`'s condition turned over (`assertTrue(!(c))`): the condition is the call's
+/// first argument, or the second after a message literal (JUnit 4's `assertTrue(msg, c)`). None
+/// for a lambda or a method reference (JUnit 5's `BooleanSupplier`), which `!` cannot take.
+fn java_negated_condition(src: &str, toks: &[Token], open: usize) -> Option<Site> {
+    let xs = args(src, toks, open);
+    let (x, y) = match xs.as_slice() {
+        [one] => *one,
+        [a, b] if b.1 == b.0 + 1 && toks[b.0].kind == Kind::Str => *a,
+        [a, b] if a.1 == a.0 + 1 && toks[a.0].kind == Kind::Str => *b,
+        _ => return None,
+    };
+    if y <= x || toks[x..y].iter().any(|k| ["->", "::"].contains(&k.text(src))) {
+        return None;
+    }
+    let (s, e) = (toks[x].start, toks[y - 1].end);
+    Some(Site::Toggle(s, e, format!("!({})", src.get(s..e)?)))
 }
 
 fn depth_at(src: &str, toks: &[Token], from: usize, at: usize) -> i32 {
@@ -747,7 +796,37 @@ fn clike(src: &str, toks: &[Token], lang: Lang) -> Vec<Unit> {
                         continue;
                     }
                     let Some(open) = (k..toks.len()).find(|&x| word(x) == "{") else { continue };
-                    (here, k + 1, open, vec![], vec![])
+                    // The attributes above `#[test]` are the unit's too: a copy goes above them
+                    // (not between a `#[cfg(...)]` and the test it gates), and a test the build
+                    // may leave out (`#[cfg(feature = "advanced")]`, rust/doubly-linked-list)
+                    // gives no control, which would not run.
+                    let mut first = here;
+                    let mut gated = false;
+                    while first >= 1 && word(first - 1) == "]" {
+                        let mut d = 0i32;
+                        let mut m = first - 1;
+                        loop {
+                            match word(m) {
+                                "]" => d += 1,
+                                "[" => d -= 1,
+                                _ => {}
+                            }
+                            if d == 0 || m == 0 {
+                                break;
+                            }
+                            m -= 1;
+                        }
+                        if d != 0 || m == 0 || word(m - 1) != "#" {
+                            break;
+                        }
+                        gated |= word(m + 1) == "cfg" && !(word(m + 3) == "test" && word(m + 4) == ")");
+                        first = m - 1;
+                    }
+                    if gated {
+                        j = matching(src, toks, open).map(|c| c + 1).unwrap_or(toks.len());
+                        continue;
+                    }
+                    (first, k + 1, open, vec![], vec![])
                 }
                 Lang::Js
                     if ["test", "it", "xtest", "xit"].contains(&word(here))
@@ -1128,5 +1207,83 @@ mod tests {
         assert!(matches!(&u[2].sites[0], Site::Lits(l) if &go[l[0].start..l[0].end] == "2"));
         assert_eq!(words("shouldScoreAGame"), ["should", "score", "a", "game"]);
         assert_eq!(words("test_two_more"), ["test", "two", "more"]);
+    }
+
+    /// A Java test file that uses `assertTrue` alone has no `assertFalse` to call: a control
+    /// turns its condition over instead (issue 38: the copies did not compile); with the other
+    /// imported (or JUnit's `Assertions.*`, or a qualified call) the call is turned.
+    #[test]
+    fn java_turns_only_what_the_file_can_call() {
+        let body = "public class T {\n    @Test\n    public void oneWay() {\n        assertTrue(isOk(1));\n    }\n\n    @Test\n    public void withMessage() {\n        assertTrue(isOk(2), \"two\");\n    }\n\n    @Test\n    public void junitFour() {\n        assertTrue(\"three\", isOk(3));\n    }\n\n    @Test\n    public void supplier() {\n        assertTrue(() -> isOk(4));\n    }\n\n    @Test\n    public void qualified() {\n        Assertions.assertTrue(isOk(5));\n    }\n}\n";
+        let turned = |src: &str| -> Vec<String> {
+            units(src, Lang::Java)
+                .iter()
+                .map(|u| {
+                    u.sites
+                        .iter()
+                        .map(|s| match s {
+                            Site::Toggle(a, b, to) => format!("{} -> {to}", &src[*a..*b]),
+                            Site::Lits(_) => "lits".into(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(",")
+                })
+                .collect()
+        };
+        let alone = format!(
+            "import org.junit.jupiter.api.Test;\nimport static org.junit.jupiter.api.Assertions.assertTrue;\n\n{body}"
+        );
+        assert_eq!(
+            turned(&alone),
+            [
+                "isOk(1) -> !(isOk(1))",
+                "isOk(2) -> !(isOk(2))",
+                "isOk(3) -> !(isOk(3))",
+                "",
+                "assertTrue -> assertFalse"
+            ]
+        );
+        for imports in [
+            "import static org.junit.jupiter.api.Assertions.assertTrue;\nimport static org.junit.jupiter.api.Assertions.assertFalse;\n",
+            "import static org.junit.jupiter.api.Assertions.*;\n",
+        ] {
+            let src = format!("import org.junit.jupiter.api.Test;\n{imports}\n{body}");
+            assert!(turned(&src).iter().all(|t| t == "assertTrue -> assertFalse"), "{:?}", turned(&src));
+        }
+        // AssertJ's Assertions.* has no assertFalse.
+        let assertj = format!("import static org.assertj.core.api.Assertions.*;\n{body}");
+        assert_eq!(turned(&assertj)[0], "isOk(1) -> !(isOk(1))");
+    }
+
+    /// Python: `self.assertTrue` turns into `self.assertFalse`, a function of the file's own
+    /// named `assertTrue` does not (the file may have no `assertFalse`).
+    #[test]
+    fn python_turns_only_unittest_methods() {
+        let py = "def assertTrue(x):\n    assert x\n\n\ndef test_free():\n    assertTrue(ok(1))\n\n\nclass T(unittest.TestCase):\n    def test_method(self):\n        self.assertTrue(ok(2))\n";
+        let us = units(py, Lang::Python);
+        assert_eq!(us.len(), 2);
+        assert!(us[0].sites.is_empty(), "{:?}", us[0].sites);
+        assert!(matches!(&us[1].sites[..], [Site::Toggle(_, _, to)] if to == "assertFalse"));
+    }
+
+    /// rust/doubly-linked-list: a test under `#[cfg(feature = "advanced")]` gives no control
+    /// (its copy would not be built), and a unit starts at its first attribute, so that a copy
+    /// put before it does not land between the `#[cfg]` and the test it gates.
+    #[test]
+    fn rust_attributes_above_the_test_go_with_it() {
+        let rs = "#[test]\n#[ignore]\nfn plain() {\n    assert_eq!(f(), 1);\n}\n\n#[cfg(feature = \"advanced\")]\n#[allow(dead_code)]\n#[test]\n#[ignore]\nfn gated() {\n    assert_eq!(g(), 2);\n}\n\n#[allow(clippy::all)]\n#[test]\nfn allowed() {\n    assert!(h());\n}\n";
+        let us = units(rs, Lang::Rust);
+        assert_eq!(us.iter().map(|u| u.name.as_str()).collect::<Vec<_>>(), ["plain", "allowed"]);
+        assert_eq!(us[1].start, rs.find("#[allow(clippy").unwrap());
+    }
+
+    /// A bound expectation that is an input too is no exact site: `const N` taken from the
+    /// list and compared with its length (rust/doubly-linked-list's gold passed that copy).
+    #[test]
+    fn a_name_that_is_an_input_too_is_no_expectation() {
+        let rs = "#[test]\nfn counts() {\n    const N: usize = 15;\n    let list = make(N);\n    assert_eq!(list.len(), N);\n}\n\n#[test]\nfn compares() {\n    let expected = 15;\n    assert_eq!(make(3).len(), expected);\n}\n";
+        let us = units(rs, Lang::Rust);
+        assert!(us[0].sites.is_empty(), "{:?}", us[0].sites);
+        assert!(matches!(&us[1].sites[..], [Site::Lits(l)] if &rs[l[0].start..l[0].end] == "15"));
     }
 }

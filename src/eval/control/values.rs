@@ -264,14 +264,16 @@ impl<'a> Corpus<'a> {
     /// replaces, and its replacement) in unit `u`: how much more often the new form occurs
     /// outside the unit than the old, in logs. A Rust `x` turned `!(x)` counts `assert!(!`
     /// against the file's other `assert!(`.
+    ///
+    /// A condition turned over (`assert!(!(c))`, Java's `assertTrue(!(c))`) counts the file's
+    /// checks of a negated condition against its others.
     pub fn tell_toggle(&self, u: &Unit, from: &str, to: &str) -> f64 {
         let outside = |form: &str| -> usize {
             self.toks.iter().filter(|t| (t.1 <= u.start || t.0 >= u.end) && &self.src[t.0..t.1] == form).count()
         };
         let (a, b) = if to == format!("!({from})") {
             let text = format!("{}{}", &self.src[..u.start], &self.src[u.end..]);
-            let neg = text.matches("assert!(!").count();
-            (text.matches("assert!(").count() - neg, neg)
+            negated_checks(&text)
         } else {
             (outside(from), outside(to))
         };
@@ -364,12 +366,13 @@ impl<'a> Corpus<'a> {
         for _ in 0..8 {
             let fresh = match &cls {
                 Class::Int(suffix) => self.fresh_number(text, &cls).map(|n| (format!("{n}{suffix}"), 0.0)),
-                Class::Float(d) => self.fresh_number(text, &cls).map(|n| {
-                    let p = 10u64.pow(*d as u32);
-                    (format!("{}.{:0width$}", n / p, n % p, width = *d), 0.0)
+                // (A fraction of 20 digits or more has no u64 scale: none.)
+                Class::Float(d) => self.fresh_number(text, &cls).and_then(|n| {
+                    let p = u32::try_from(*d).ok().and_then(|d| 10u64.checked_pow(d))?;
+                    Some((format!("{}.{:0width$}", n / p, n % p, width = *d), 0.0))
                 }),
                 Class::Radix(prefix, upper, suffix) => {
-                    let width = text.len() - prefix.len() - suffix.len();
+                    let width = text.len().saturating_sub(prefix.len() + suffix.len());
                     let base = if prefix.ends_with(['x', 'X']) {
                         16
                     } else if prefix.ends_with(['b', 'B']) {
@@ -426,8 +429,10 @@ impl<'a> Corpus<'a> {
             match cls {
                 Class::Float(d) => {
                     let (a, b) = s.split_once('.')?;
-                    (b.len() == *d)
-                        .then(|| Some(a.parse::<u64>().ok()? * 10u64.pow(*d as u32) + b.parse::<u64>().ok()?))?
+                    (b.len() == *d).then(|| {
+                        let scale = 10u64.checked_pow(u32::try_from(*d).ok()?)?;
+                        a.parse::<u64>().ok()?.checked_mul(scale)?.checked_add(b.parse::<u64>().ok()?)
+                    })?
                 }
                 _ => int_of(s),
             }
@@ -457,7 +462,7 @@ impl<'a> Corpus<'a> {
             let gap = if gaps.is_empty() { 3 } else { gaps[below(gaps.len())] };
             // Where the gaps leave no room (1, 2, 3, ... 7), as far as half the span.
             let gap = if attempt < 32 { gap } else { gap.max(span / 2).max(3) };
-            let delta = step * (1 + (super::random_u64() % (gap / step).max(1)));
+            let delta = step.checked_mul(1 + (super::random_u64() % (gap / step.max(1)).max(1)))?;
             let up = base < delta || super::random_u64() % 2 == 0;
             let n = if up { base.checked_add(delta)? } else { base - delta };
             if n != cur && n <= top && vals.binary_search(&n).is_err() {
@@ -570,6 +575,19 @@ impl<'a> Corpus<'a> {
         let (s, e) = rs[i];
         Some((format!("{}{to}{}", &text[..s], &text[e..]), gap))
     }
+}
+
+/// The checks of `text` whose condition is not negated, and those whose condition is (Rust's
+/// `assert!(!`, Java's `assertTrue(!`).
+pub fn negated_checks(text: &str) -> (usize, usize) {
+    let (mut plain, mut neg) = (0, 0);
+    for call in ["assert!(", "assertTrue(", "assertFalse("] {
+        let all = text.matches(call).count();
+        let n = text.matches(&format!("{call}!")).count();
+        plain += all.saturating_sub(n);
+        neg += n;
+    }
+    (plain, neg)
 }
 
 #[cfg(test)]

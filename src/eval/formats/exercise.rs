@@ -63,19 +63,33 @@ impl Steps for Exercise {
             r.controls = Some("none: calibration saw controls change this instance's own tests".into());
             return Ok(Check::None);
         }
-        let all;
         let plan = match o.controls {
             ControlMode::Verify | ControlMode::VerifyExpected => {
-                let inputs = o.controls == ControlMode::Verify;
-                all = control::candidates(&job.inst.language, &prepared.tree, test, inputs);
-                control::Plan::All(&all)
+                control::PlanRequest::All { inputs: o.controls == ControlMode::Verify }
             }
-            _ => control::Plan::Run(
-                job.cal.as_ref().filter(|e| e.controls_made == control::CANDIDATES).map(|e| e.controls.as_slice()),
+            _ => control::PlanRequest::Run(
+                job.cal.as_ref().filter(|e| e.controls_made == control::CANDIDATES).map(|e| e.controls.clone()),
             ),
         };
         let stale = job.cal.as_ref().is_some_and(|e| e.controls_made != control::CANDIDATES && !e.controls.is_empty());
-        match control::plant(&job.inst.language, job.runner.parser, &prepared.tree, test, plan) {
+        if job.runner.parser == Parser::ExitCode || control::lang_of(&job.inst.language).is_none() {
+            return Ok(Check::None);
+        }
+        // In a child process: the dataset's test files are data, and nothing the model does
+        // with them may end eval (see control::plant_contained).
+        let req = control::Request {
+            language: job.inst.language.clone(),
+            parser: job.runner.parser,
+            tree: prepared.tree.clone(),
+            tests: test.clone(),
+            plan,
+        };
+        let planted = match control::plant_contained(&o.binary, &req) {
+            Ok(answer) => answer,
+            // The generator died or hung: another attempt draws anew.
+            Err(e) => return Err((format!("planting the control tests: {e}"), false)),
+        };
+        match planted {
             Ok(Some(mut c)) => {
                 if stale && !o.controls.verifies() {
                     c.weak = Some(
@@ -292,13 +306,29 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
     if matches!(pred, Prediction::Files(_)) && applied.is_empty() {
         return Err(NotRun::EmptyPatch);
     }
+    // The dataset's test files as they are in the tree (no control planted yet): Go's, every
+    // `_test.go` of the package.
+    let test_texts: Vec<String> =
+        std::fs::read_dir(tree.join(test.first().and_then(|t| t.rsplit_once('/')).map(|x| x.0).unwrap_or("")))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().ends_with("_test.go"))
+            .map(|e| e.path())
+            .chain(test.iter().map(|t| tree.join(t)))
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect();
     let script = runner.setup.iter().map(|s| s.as_str()).chain(["exec \"$@\""]).collect::<Vec<_>>().join(" && ");
     let mut command = vec!["sh".to_string(), "-c".into(), script, "sh".into()];
-    command.extend(runner.test.iter().map(|a| expand_test_arg(a, name)));
-    let tampering = crate::eval::tamper::scan_solution(
+    let helpers = if inst.language == "go" { go_test_helpers(&test_texts) } else { vec![] };
+    command.extend(
+        runner.test.iter().map(|a| expand_test_arg(&a.replace("{only_declared}", &only_declared(&helpers)), name)),
+    );
+    let tampering = crate::eval::tamper::scan_solution_beside(
         &inst.language,
         files.iter().filter_map(|(rel, b)| b.as_deref().map(|b| (rel.as_str(), b))),
         test,
+        Some(&test_texts),
     );
     Ok(Prepared {
         tree,
@@ -310,6 +340,87 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
         applied,
         tampering,
     })
+}
+
+/// The helper functions a Go exercise's test files declare for the solution to call (held-out
+/// go/bottle-song's `Title`, a copy of the deprecated `strings.Title`): top-level functions
+/// that are not tests, benchmarks, examples or fuzz targets, and that reach none of the test
+/// files' package-level variables or constants (the tests' tables, the answers), directly or
+/// through another function.
+pub(crate) fn go_test_helpers(texts: &[String]) -> Vec<String> {
+    use crate::eval::control::lex::{lex, matching, Kind, Lang};
+    let mut funcs: Vec<(String, Vec<String>)> = Vec::new();
+    let mut data: Vec<String> = Vec::new();
+    for src in texts {
+        let toks = lex(src, Lang::Go);
+        let w = |k: usize| toks.get(k).map(|t| t.text(src)).unwrap_or("");
+        let mut depth = 0usize;
+        let mut k = 0;
+        while k < toks.len() {
+            match w(k) {
+                "{" | "(" | "[" => depth += 1,
+                "}" | ")" | "]" => depth = depth.saturating_sub(1),
+                "func" if depth == 0 && toks.get(k + 1).is_some_and(|t| t.kind == Kind::Ident) && w(k + 2) == "(" => {
+                    let Some(open) = (k..toks.len()).find(|&x| w(x) == "{") else { break };
+                    let Some(close) = matching(src, &toks, open) else { break };
+                    let used =
+                        toks[open..close].iter().filter(|t| t.kind == Kind::Ident).map(|t| t.text(src).to_string());
+                    funcs.push((w(k + 1).to_string(), used.collect()));
+                    k = close + 1;
+                    continue;
+                }
+                "var" | "const" if depth == 0 => {
+                    if w(k + 1) == "(" {
+                        let Some(close) = matching(src, &toks, k + 1) else { break };
+                        let mut inner = 0usize;
+                        for j in k + 2..close {
+                            let line_start = src[..toks[j].start]
+                                .rfind('\n')
+                                .is_none_or(|n| src[n + 1..toks[j].start].trim().is_empty());
+                            if inner == 0 && line_start && toks[j].kind == Kind::Ident {
+                                data.push(w(j).to_string());
+                            }
+                            match w(j) {
+                                "{" | "(" | "[" => inner += 1,
+                                "}" | ")" | "]" => inner = inner.saturating_sub(1),
+                                _ => {}
+                            }
+                        }
+                        k = close + 1;
+                        continue;
+                    }
+                    let mut j = k + 1;
+                    while toks.get(j).is_some_and(|t| t.kind == Kind::Ident) {
+                        data.push(w(j).to_string());
+                        if w(j + 1) != "," {
+                            break;
+                        }
+                        j += 2;
+                    }
+                }
+                _ => {}
+            }
+            k += 1;
+        }
+    }
+    let test_like = |n: &str| ["Test", "Benchmark", "Example", "Fuzz"].iter().any(|p| n.starts_with(p)) || n == "init";
+    let mut bad: Vec<String> = data;
+    bad.extend(funcs.iter().filter(|(n, _)| test_like(n)).map(|(n, _)| n.clone()));
+    loop {
+        let more: Vec<String> = funcs
+            .iter()
+            .filter(|(n, used)| !bad.contains(n) && used.iter().any(|u| bad.contains(u)))
+            .map(|(n, _)| n.clone())
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        bad.extend(more);
+    }
+    let mut out: Vec<String> = funcs.into_iter().map(|(n, _)| n).filter(|n| !bad.contains(n)).collect();
+    out.sort();
+    out.dedup();
+    out
 }
 
 // ---- Exercise material and the prepare sandbox's answer ----
@@ -550,5 +661,59 @@ mod tests {
         assert!(check(&format!("{base}[patch.crates-io]\nregex = {{ path = \"/tmp\" }}\n")).is_err());
         assert!(check(&format!("{base}[lib]\nproc-macro = true\n")).is_err());
         assert!(check("not toml [").is_err());
+    }
+
+    /// Held-out go/bottle-song: its test file declares `Title` (and `isSeparator`, `equal`) for
+    /// the solution, and gold calls `Title`. The build of the solution alone may use those,
+    /// never the tests' table, nor a function that reads it; a name nobody declares still fails
+    /// it. Run through sh as the catalogue's command runs, a compiler's errors stood in for.
+    #[test]
+    fn the_build_alone_allows_the_helpers_the_test_files_declare() {
+        let test = "package bottlesong\n\nimport (\n\t\"strings\"\n\t\"testing\"\n)\n\nfunc TestRecite(t *testing.T) {\n\tfor _, tc := range testCases {\n\t\tif !equal(Recite(tc.input), tc.expected) {\n\t\t\tt.Fail()\n\t\t}\n\t}\n}\n\nfunc equal(a, b []string) bool {\n\treturn len(a) == len(b)\n}\n\n// Title is a copy of strings.Title.\nfunc Title(s string) string {\n\tprev := ' '\n\treturn strings.Map(func(r rune) rune {\n\t\tif isSeparator(prev) {\n\t\t\tprev = r\n\t\t}\n\t\treturn r\n\t}, s)\n}\n\nfunc isSeparator(r rune) bool {\n\treturn r == ' '\n}\n\nfunc answers() []string {\n\treturn testCases[0].expected\n}\n\nfunc viaAnswers() int {\n\treturn len(answers())\n}\n\nfunc BenchmarkRecite(b *testing.B) {}\n";
+        let cases = "package bottlesong\n\ntype bottleSongInput struct {\n\tstartBottles int\n}\n\nvar testCases = []struct {\n\tdescription string\n\texpected    []string\n}{\n\t{description: \"one\", expected: []string{\"x\"}},\n}\n\nconst (\n\tmaxBottles = 10\n)\n";
+        let helpers = go_test_helpers(&[test.to_string(), cases.to_string()]);
+        assert_eq!(helpers, ["Title", "equal", "isSeparator"]);
+        let build = |errors: &str| {
+            let d = std::env::temp_dir().join(format!("ps-alone-{}-{}", std::process::id(), errors.len()));
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("errors"), errors).unwrap();
+            let fake = if errors.is_empty() {
+                "true".to_string()
+            } else {
+                format!("{{ cat {} >&2; false; }}", d.join("errors").display())
+            };
+            let cmd = format!("{fake} {} {} && echo TESTS RAN", only_declared(&helpers), alone());
+            let o = std::process::Command::new("sh").args(["-c", &cmd]).output().unwrap();
+            let _ = std::fs::remove_dir_all(&d);
+            (
+                o.status.code(),
+                String::from_utf8_lossy(&o.stdout).to_string(),
+                String::from_utf8_lossy(&o.stderr).to_string(),
+            )
+        };
+        // Gold: Title undefined without the test files, declared by them.
+        let (code, out, err) = build("# bottlesong\n./bottle_song.go:57:42: undefined: Title\n");
+        assert_eq!((code, out.as_str()), (Some(0), "TESTS RAN\n"), "{err}");
+        assert!(err.contains("undefined: Title"), "the build's errors are shown: {err}");
+        assert_eq!(build("").0, Some(0));
+        // The tests' table, a function that reads it, a name nobody declares, another error.
+        for bad in [
+            "# p\n./p.go:3:5: undefined: testCases\n",
+            "# p\n./p.go:3:5: undefined: Title\n./p.go:4:5: undefined: viaAnswers\n",
+            "# p\n./p.go:3:5: undefined: Nowhere\n",
+            "# p\n./p.go:3:5: syntax error: unexpected }\n",
+        ] {
+            let (code, out, err) = build(bad);
+            assert_eq!(code, Some(ALONE_FAILED), "{bad}: {out}{err}");
+            assert!(out.is_empty() && err.contains(ALONE_MARKER), "{bad}: {out}{err}");
+        }
+        // No helper declared: as before, any error fails.
+        let cmd = format!(
+            "{{ echo './p.go:1:1: undefined: Title' >&2; false; }} {} {} && echo TESTS RAN",
+            only_declared(&[]),
+            alone()
+        );
+        let o = std::process::Command::new("sh").args(["-c", &cmd]).output().unwrap();
+        assert_eq!(o.status.code(), Some(ALONE_FAILED));
     }
 }
