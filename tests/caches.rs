@@ -140,7 +140,11 @@ fn caches_change_no_verdict_and_are_hit() {
             for (id, (verdict, reason, tests)) in &a {
                 let (v0, r0, t0) = &b[id];
                 assert_eq!((verdict, tests), (v0, t0), "{m:?} {preds} {id}: differs with and without the caches");
-                assert_eq!(digitless(reason), digitless(r0), "{m:?} {preds} {id}");
+                // (Controls are drawn anew each run: a wrong answer may meet one run's changed
+                // expectation and not the other's, which the reason says.)
+                if !reason.contains("control test") && !r0.contains("control test") {
+                    assert_eq!(digitless(reason), digitless(r0), "{m:?} {preds} {id}");
+                }
                 // Gold resolves, every test passed; the stubs and the wrong solutions do not.
                 if preds == "gold" {
                     assert_eq!(verdict, "resolved", "{m:?} {id}: {reason}");

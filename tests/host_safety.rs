@@ -1016,3 +1016,35 @@ fn a_run_during_which_the_host_ran_short_says_so() {
     );
     assert!(healthy.get("host_short").is_none(), "{healthy}");
 }
+
+/// Class: a sandbox that cannot be ended, through its output. The supervisor relays the
+/// command's output (counted, to a file, rootless to the caller's terminal); it wrote each
+/// chunk with a blocking write, so a reader of ours that stopped reading (a paused pager, a
+/// FIFO's reader) stopped its wait loop, and with it the timeout, the signals and the host
+/// watch: a 2 s timeout ran for as long as the reader slept (the red team's). The relay waits
+/// for room by poll now; the command waits meanwhile, as on a full pipe.
+#[test]
+fn a_reader_that_stops_reading_does_not_stop_the_timeout() {
+    for m in modes() {
+        let marker = format!("stalled-{}-{}", std::process::id(), unique());
+        let stats = m.writable_file("stalled.json");
+        let mut c = m.command();
+        c.args(["run", "--rootfs"]).arg(m.rootfs()).args(["--output-limit=100M", "--timeout=2s"]);
+        c.arg(format!("--stats-json={}", stats.display()));
+        c.args(["--", "sh", "-c", &format!("probe spin=60 & yes; : {marker}")]);
+        let mut run = c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+        // Nobody reads: the pipe fills, then the relay has to wait.
+        // (The supervisor and the init, which waits for it to close, carry the marker too.)
+        let command = |p: &u32| std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sh");
+        let inside = || processes_with(&marker).iter().filter(|p| command(p)).count();
+        let started = eventually(20, || inside() > 0);
+        let ended = started && eventually(20, || inside() == 0);
+        let mut out = run.stdout.take().unwrap();
+        std::io::copy(&mut out, &mut std::io::sink()).unwrap();
+        let _ = run.wait();
+        assert!(started, "{m:?}: the command did not start");
+        assert!(ended, "{m:?}: the sandbox ran on while its output waited for a reader");
+        let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+        assert_eq!(s["status"], "timeout", "{m:?}: {s}");
+    }
+}

@@ -443,6 +443,8 @@ struct Via {
 /// The fds the trampoline has: its report pipe (3) and its own program (4, close-on-exec).
 const VIA_REPORT: RawFd = 3;
 const VIA_PROGRAM: RawFd = 4;
+// (The fallback exec names it as /proc/self/fd/4.)
+const _: () = assert!(VIA_PROGRAM == 4);
 
 /// The wait loop: reap, forward, watch. Returns when the command has exited.
 fn supervise(plan: &Plan, late: &Late, cmd: i32, scratch: RawFd) -> InitReport {
@@ -955,13 +957,17 @@ impl ExecPlan {
                 libc::AT_EMPTY_PATH,
             )
         };
-        // The trampoline could not be exec'd (a seccomp profile denying execveat, a kernel
-        // whose vm.memfd_noexec forbids it): never the command from this process, whose image
-        // is the host binary.
-        fail(
-            StartErrorKind::Setup,
-            format!("the exec trampoline (a sealed memfd, by execveat): {}", std::io::Error::last_os_error()),
-        )
+        // A profile that denies execveat but not execve: the same file through /proc (the
+        // sandbox's own, always mounted), which works for a program, not only a script.
+        // SAFETY: as above, with a valid C string.
+        unsafe { libc::execve(c"/proc/self/fd/4".as_ptr(), argv.as_ptr(), envp.as_ptr()) };
+        // The trampoline could not be exec'd (a seccomp profile denying both, a kernel whose
+        // vm.memfd_noexec forbids it): never the command from this process, whose image is
+        // the host binary. Said as the command's exec failure, which it stands for (a profile
+        // denying execve is the command that cannot be executed).
+        let err = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EACCES);
+        let f = self.exec_failure(if err == libc::ENOENT { libc::EACCES } else { err });
+        fail(f.kind, f.message)
     }
 }
 

@@ -538,7 +538,7 @@ pub fn run(spec: &Spec) -> Result<Report, Error> {
     };
     let cpu = monitor::Cpu { limit: cpu_check, release: &release_cpu };
     let outcome = monitor::watch(&child, &sup_sock, &sigfd, relay, &spec.limits, cpu, started);
-    let wall = started.elapsed();
+    let wall = outcome.ended.duration_since(started);
     trace::step("init reaped");
 
     // 9. Measure, remove the cgroup, report. An init that reported is alone in its cgroup and

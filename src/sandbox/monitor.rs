@@ -125,6 +125,8 @@ pub struct Outcome {
     pub output_bytes: Option<u64>,
     /// The host's shared budgets that were exhausted while the run went (see host_watch.rs).
     pub host_short: Vec<String>,
+    /// When the run was over (before the output still waiting for a slow reader was written).
+    pub ended: Instant,
 }
 
 struct Output {
@@ -132,9 +134,63 @@ struct Output {
     fds: Vec<(OwnedFd, RawFd)>,
     total: u64,
     limit: u64,
+    /// What was read from each pipe and not yet taken by its destination. While a pipe has
+    /// some, it is not read (the command waits, as it would on a full pipe), and the wait loop
+    /// polls the destination instead of writing to it blindly: a reader of ours that stops
+    /// (a paused pager, a FIFO's reader) never blocks the loop that keeps the timeout, the
+    /// signals and the host watch.
+    pending: [Vec<u8>; 2],
 }
 
+/// At most this much is written to a destination the poll said was writable: a pipe takes
+/// PIPE_BUF bytes then without blocking.
+const WRITE_CHUNK: usize = 4096;
+
 impl Output {
+    fn new(fds: Vec<(OwnedFd, RawFd)>, limit: u64) -> Output {
+        Output { buf: vec![0; 65536], fds, total: 0, limit, pending: [Vec::new(), Vec::new()] }
+    }
+
+    /// Past the output limit: nothing more is copied.
+    fn over(&self) -> bool {
+        self.total > self.limit
+    }
+
+    /// Whether pipe `i`'s output waits for its destination.
+    fn waiting(&self, i: usize) -> bool {
+        !self.pending[i].is_empty()
+    }
+
+    /// Writes what pipe `i` has pending, as much as its destination takes now (`block`: all
+    /// of it, the run being over); a destination nobody reads any more drops it.
+    fn flush(&mut self, i: usize, block: bool) {
+        let dst = self.fds[i].1;
+        while !self.pending[i].is_empty() {
+            if !block {
+                let mut p = libc::pollfd { fd: dst, events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one valid pollfd.
+                if unsafe { libc::poll(&mut p, 1, 0) } <= 0 || p.revents & libc::POLLOUT == 0 {
+                    if p.revents & (libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0 {
+                        self.pending[i].clear();
+                    }
+                    return;
+                }
+            }
+            let len = if block { self.pending[i].len() } else { self.pending[i].len().min(WRITE_CHUNK) };
+            // SAFETY: writing our buffer to our own stdout or stderr.
+            let n = unsafe { libc::write(dst, self.pending[i].as_ptr().cast(), len) };
+            if n > 0 {
+                self.pending[i].drain(..n as usize);
+            } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            } else if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock && !block {
+                return;
+            } else {
+                self.pending[i].clear();
+            }
+        }
+    }
+
     /// Copies what is readable on `i`; returns false at EOF. Past the limit, copies up to it
     /// and reports the overflow.
     fn pump(&mut self, i: usize) -> (bool, bool) {
@@ -151,9 +207,11 @@ impl Output {
                 );
             return (again, false);
         }
+        let _ = dst;
         let n = n as u64;
         let room = self.limit.saturating_sub(self.total);
-        let _ = sys::write_all(dst, &buf[..n.min(room) as usize]);
+        self.pending[i].extend_from_slice(&buf[..n.min(room) as usize]);
+        self.flush(i, false);
         self.total += n;
         (true, self.total > self.limit)
     }
@@ -334,19 +392,16 @@ pub fn watch(
     let mut init_report: Option<InitReport> = None;
     // One read end per pipe: stdout's and stderr's, or one for both (see `pipes`).
     let n = out.as_ref().map_or(0, |v| v.len());
-    let mut output = out.map(|v| Output {
-        buf: vec![0; 65536],
-        fds: v.into_iter().zip([1, 2]).collect(),
-        total: 0,
-        limit: limits.output.unwrap_or(u64::MAX),
-    });
+    let mut output = out.map(|v| Output::new(v.into_iter().zip([1, 2]).collect(), limits.output.unwrap_or(u64::MAX)));
     let mut open = [n > 0, n > 1];
     let mut exited = false;
     // -t: the pty, once the init has sent its master (until then, nothing to relay).
     let mut pty: Option<Pty> = None;
     loop {
         // (The pty's master, if the init sent one, came before its report: one socket, in order.)
-        if exited && !open[0] && !open[1] {
+        // (Output still waiting for a slow reader of ours is written after the run.)
+        let waiting = |i: usize| output.as_ref().is_some_and(|o| o.waiting(i));
+        if exited && (!open[0] || waiting(0)) && (!open[1] || waiting(1)) {
             break;
         }
         let now = Instant::now();
@@ -373,13 +428,21 @@ pub fn watch(
         if let Some(o) = &output {
             for (i, (fd, _)) in o.fds.iter().enumerate() {
                 pfds.push(libc::pollfd {
-                    fd: if open[i] { fd.as_raw_fd() } else { -1 },
+                    fd: if open[i] && !o.waiting(i) { fd.as_raw_fd() } else { -1 },
                     events: libc::POLLIN,
                     revents: 0,
                 });
             }
         }
         let polled_out = pfds.len() - 3;
+        // Destinations that have output waiting: polled for room.
+        let mut dst_at = Vec::new();
+        if let Some(o) = &output {
+            for i in (0..o.fds.len()).filter(|&i| o.waiting(i)) {
+                dst_at.push((i, pfds.len()));
+                pfds.push(libc::pollfd { fd: o.fds[i].1, events: libc::POLLOUT, revents: 0 });
+            }
+        }
         // The pty's input side: our stdin while the pty has room, the master while input waits.
         let (mut stdin_at, mut master_at) = (None, None);
         let (mut piped_stdin_at, mut piped_w_at) = (None, None);
@@ -418,12 +481,7 @@ pub fn watch(
                     // stdout), and written with our stdin.
                     let master = fds.pop().unwrap();
                     let p = Pty::new(master.as_raw_fd());
-                    output = Some(Output {
-                        buf: vec![0; 65536],
-                        fds: vec![(master, 1)],
-                        total: 0,
-                        limit: limits.output.unwrap_or(u64::MAX),
-                    });
+                    output = Some(Output::new(vec![(master, 1)], limits.output.unwrap_or(u64::MAX)));
                     open = [true, false];
                     pty = Some(p);
                 } else if let Ok(r) = serde_json::from_slice::<InitReport>(&data) {
@@ -459,9 +517,15 @@ pub fn watch(
             }
         }
         if let Some(o) = output.as_mut() {
+            for &(i, at) in &dst_at {
+                if pfds[at].revents != 0 {
+                    o.flush(i, false);
+                }
+            }
             // (Not the pty's master in the round that brought it: it was not polled.)
             for i in 0..polled_out {
-                if open[i] && pfds[3 + i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0 {
+                if open[i] && !o.waiting(i) && pfds[3 + i].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR) != 0
+                {
                     let (more, over) = o.pump(i);
                     open[i] = more;
                     if over && stopped.is_none() {
@@ -547,11 +611,34 @@ pub fn watch(
         let (st, ru) = child.reap();
         (st, ru, false)
     };
+    // The run is over: what waits is written whatever it takes (nothing is left to limit),
+    // after the run's wall time.
+    let ended = Instant::now();
+    if let Some(o) = output.as_mut() {
+        for (i, open) in open.iter().copied().enumerate().take(o.fds.len()) {
+            o.flush(i, true);
+            // What its pipe still holds (every writer is gone: it ends).
+            let mut more = open;
+            while more && !o.over() {
+                more = o.pump(i).0;
+                o.flush(i, true);
+            }
+        }
+    }
     // The caller's terminal as it was (the pty's output is all out).
     drop(pty);
     let output_bytes = output.filter(|_| limits.output.is_some()).map(|o| o.total);
     host.sample(Instant::now(), true);
-    Outcome { init: init_report, init_status, rusage, init_running, stopped, output_bytes, host_short: host.short }
+    Outcome {
+        init: init_report,
+        init_status,
+        rusage,
+        init_running,
+        stopped,
+        output_bytes,
+        host_short: host.short,
+        ended,
+    }
 }
 
 /// Inits that reported and were left to finish tearing down; reaped by a later run (or by

@@ -896,6 +896,7 @@ mod tests {
             stopped,
             output_bytes: None,
             host_short: Vec::new(),
+            ended: std::time::Instant::now(),
         }
     }
 
