@@ -267,12 +267,7 @@ impl Pty {
     /// Reads what our stdin has (it was readable); at its end, the pty's end-of-file
     /// character when the command reads lines, as a terminal's user would type it.
     fn read_stdin(&mut self) {
-        let mut buf = [0u8; 4096];
-        // SAFETY: reading into our buffer.
-        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            self.pending.extend_from_slice(&buf[..n as usize]);
-        } else if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+        if !read_stdin_into(&mut self.pending) {
             self.stdin_open = false;
             // SAFETY: a termios for the kernel to fill, of the pty we hold.
             let mut t: libc::termios = unsafe { std::mem::zeroed() };
@@ -318,6 +313,19 @@ pub struct Relay {
     pub stdin: Option<OwnedFd>,
 }
 
+/// Reads what our stdin has (it was readable) onto `pending`; false at its end (or an error
+/// other than an interrupted read).
+fn read_stdin_into(pending: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    // SAFETY: reading into our buffer.
+    let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
+    if n > 0 {
+        pending.extend_from_slice(&buf[..n as usize]);
+        return true;
+    }
+    n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+}
+
 /// Our stdin copied into the command's stdin pipe, in the wait loop.
 struct StdinPipe {
     w: Option<OwnedFd>,
@@ -325,18 +333,14 @@ struct StdinPipe {
 }
 
 impl StdinPipe {
-    fn read_stdin(&mut self) {
-        let mut buf = [0u8; 4096];
-        // SAFETY: reading into our buffer.
-        let n = unsafe { libc::read(0, buf.as_mut_ptr().cast(), buf.len()) };
-        if n > 0 {
-            self.pending.extend_from_slice(&buf[..n as usize]);
-        } else if n == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            // The end: the command reads its end-of-file once the pending input is taken.
-            if self.pending.is_empty() {
-                self.w = None;
-            }
+    /// False at our stdin's end.
+    fn read_stdin(&mut self) -> bool {
+        let more = read_stdin_into(&mut self.pending);
+        // The end: the command reads its end-of-file once the pending input is taken.
+        if !more && self.pending.is_empty() {
+            self.w = None;
         }
+        more
     }
 
     fn write_pending(&mut self, eof: bool) {
@@ -543,9 +547,7 @@ pub fn watch(
         if let Some(p) = piped_in.as_mut() {
             let any = libc::POLLIN | libc::POLLOUT | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
             if piped_stdin_at.is_some_and(|i| pfds[i].revents & any != 0) {
-                let before = p.pending.len();
-                p.read_stdin();
-                stdin_eof = p.pending.len() == before;
+                stdin_eof = !p.read_stdin();
             }
             if piped_w_at.is_some_and(|i| pfds[i].revents & any != 0) || !p.pending.is_empty() {
                 p.write_pending(stdin_eof);
