@@ -19,40 +19,20 @@ fn no_reference_solution_of_the_whole_benchmark_is_decided_against() {
         return skip("no_reference_solution_of_the_whole_benchmark_is_decided_against", "no POLYSANDBOX_POLYGLOT_FULL");
     };
     let (mut exercises, mut decided) = (0, Vec::new());
-    for lang in std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()) {
-        let language = lang.file_name().to_string_lossy().to_string();
-        let Ok(dirs) = std::fs::read_dir(lang.path().join("exercises/practice")) else { continue };
-        for d in dirs.flatten() {
-            let Ok(text) = std::fs::read_to_string(d.path().join(".meta/config.json")) else { continue };
-            let cfg: Value = serde_json::from_str(&text).unwrap();
-            let list = |k: &str| -> Vec<String> {
-                cfg["files"][k]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                    .unwrap_or_default()
-            };
-            let files: Vec<(String, Vec<u8>)> = gold_files(&list("solution"), &list("example"))
-                .into_iter()
-                .map(|(ex, sol)| (sol, std::fs::read(d.path().join(ex)).unwrap()))
-                .collect();
-            let mut tests: Vec<String> =
-                list("test").iter().filter_map(|t| std::fs::read_to_string(d.path().join(t)).ok()).collect();
-            for e in std::fs::read_dir(d.path()).unwrap().flatten() {
-                if e.file_name().to_string_lossy().ends_with("_test.go") {
-                    tests.push(std::fs::read_to_string(e.path()).unwrap());
-                }
+    for e in reference_solutions(Path::new(&root)) {
+        let mut tests: Vec<String> =
+            e.tests.iter().filter_map(|t| std::fs::read_to_string(e.dir.join(t)).ok()).collect();
+        for f in std::fs::read_dir(&e.dir).unwrap().flatten() {
+            if f.file_name().to_string_lossy().ends_with("_test.go") {
+                tests.push(std::fs::read_to_string(f.path()).unwrap());
             }
-            exercises += 1;
-            let flags = scan_solution_beside(
-                &language,
-                files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
-                &list("test"),
-                Some(&tests),
-            );
-            let decisive: Vec<&String> = flags.iter().filter(|f| polysandbox::eval::tamper::decisive(f)).collect();
-            if !decisive.is_empty() {
-                decided.push(format!("{language}/{}: {decisive:?}", d.file_name().to_string_lossy()));
-            }
+        }
+        exercises += 1;
+        let files = e.files.iter().map(|(p, b)| (p.as_str(), b.as_slice()));
+        let flags = scan_solution_beside(&e.language, files, &e.tests, Some(&tests));
+        let decisive: Vec<&String> = flags.iter().filter(|f| polysandbox::eval::tamper::decisive(f)).collect();
+        if !decisive.is_empty() {
+            decided.push(format!("{}/{}: {decisive:?}", e.language, e.name));
         }
     }
     assert_eq!(exercises, 225, "the benchmark changed");
@@ -68,27 +48,11 @@ fn no_reference_solution_is_flagged() {
         return skip("no_reference_solution_is_flagged", "no ../shared/polyglot-benchmark");
     }
     let (mut exercises, mut flagged) = (0, Vec::new());
-    for lang in std::fs::read_dir(&root).unwrap().flatten().filter(|e| e.path().is_dir()) {
-        let language = lang.file_name().to_string_lossy().to_string();
-        let Ok(dirs) = std::fs::read_dir(lang.path().join("exercises/practice")) else { continue };
-        for d in dirs.flatten() {
-            let Ok(text) = std::fs::read_to_string(d.path().join(".meta/config.json")) else { continue };
-            let cfg: Value = serde_json::from_str(&text).unwrap();
-            let list = |k: &str| -> Vec<String> {
-                cfg["files"][k]
-                    .as_array()
-                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-                    .unwrap_or_default()
-            };
-            let files: Vec<(String, Vec<u8>)> = gold_files(&list("solution"), &list("example"))
-                .into_iter()
-                .map(|(ex, sol)| (sol, std::fs::read(d.path().join(ex)).unwrap()))
-                .collect();
-            exercises += 1;
-            let flags = scan_solution(&language, files.iter().map(|(p, b)| (p.as_str(), b.as_slice())), &list("test"));
-            if !flags.is_empty() {
-                flagged.push(format!("{language}/{}: {flags:?}", d.file_name().to_string_lossy()));
-            }
+    for e in reference_solutions(&root) {
+        exercises += 1;
+        let flags = scan_solution(&e.language, e.files.iter().map(|(p, b)| (p.as_str(), b.as_slice())), &e.tests);
+        if !flags.is_empty() {
+            flagged.push(format!("{}/{}: {flags:?}", e.language, e.name));
         }
     }
     assert_eq!(exercises, 114, "the shared set changed");
@@ -219,4 +183,40 @@ fn the_red_teams_forges_are_flagged() {
         let f = scan_solution(lang, [(file, code.as_bytes())], &[file.to_string()]);
         assert!(f.len() >= 2, "{lang}: {f:?}");
     }
+}
+
+/// One exercise of a polyglot-benchmark checkout: its reference solution as the solution files
+/// eval would write, and its test files' names.
+struct Reference {
+    language: String,
+    name: String,
+    dir: std::path::PathBuf,
+    files: Vec<(String, Vec<u8>)>,
+    tests: Vec<String>,
+}
+
+/// Every exercise under `root` (`<language>/exercises/practice/<name>`).
+fn reference_solutions(root: &Path) -> Vec<Reference> {
+    let mut out = Vec::new();
+    for lang in std::fs::read_dir(root).unwrap().flatten().filter(|e| e.path().is_dir()) {
+        let language = lang.file_name().to_string_lossy().to_string();
+        let Ok(dirs) = std::fs::read_dir(lang.path().join("exercises/practice")) else { continue };
+        for d in dirs.flatten() {
+            let Ok(text) = std::fs::read_to_string(d.path().join(".meta/config.json")) else { continue };
+            let cfg: Value = serde_json::from_str(&text).unwrap();
+            let list = |k: &str| -> Vec<String> {
+                cfg["files"][k]
+                    .as_array()
+                    .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+                    .unwrap_or_default()
+            };
+            let files = gold_files(&list("solution"), &list("example"))
+                .into_iter()
+                .map(|(ex, sol)| (sol, std::fs::read(d.path().join(ex)).unwrap()))
+                .collect();
+            let name = d.file_name().to_string_lossy().to_string();
+            out.push(Reference { language: language.clone(), name, dir: d.path(), files, tests: list("test") });
+        }
+    }
+    out
 }
