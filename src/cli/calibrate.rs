@@ -12,7 +12,17 @@ dataset's default place beside the image store, where eval finds it (or pass it 
 --calibration FILE). eval then grades an instance whose gold fails here as `error` (\"gold fails
 here: <cause>\"), leaves out tests whose status differed between gold runs, requires every
 test gold passes here to be reported passed by name, and gives each prediction's usage as
-ratios to gold's. Exit status: 0 written; 1 written, and gold fails somewhere; 125 could not run.";
+ratios to gold's.
+
+An instance leaves the score only when every gold run fails, the same way: a run that could not
+be made (the sandbox did not start, the image is missing, the host ran short of a budget it
+shares) keeps nothing for that instance, and it is calibrated again next time. Each entry holds
+for the image and the settings it was made with (timeout, memory, CPUs, pids, network, disk,
+runner, polysandbox's version): eval recalibrates under others, and says so. Calibrations run at
+once (a Slurm array's shards) add their entries to the dataset's under a lock.
+
+Exit status: 0 written; 1 written, and gold fails somewhere; 3 some instances could not be
+calibrated (infrastructure: rerun them); 125 could not run.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -70,32 +80,35 @@ pub fn main(a: CalibrateArgs) -> i32 {
     let progress = super::progress::Reporter::new();
     let c = calibrate(&base, &output, a.runs, !a.no_stub, &progress);
     progress.finish();
-    let c = match c {
+    let (c, errors) = match c {
         Ok(c) => c,
         Err(e) => return stopped(e),
     };
+    // The runs' own record whole; the dataset's calibration gains these entries (others' kept).
     let text = serde_json::to_string_pretty(&c).unwrap() + "\n";
-    for path in [output.join("calibration.json"), target.clone()] {
-        let write = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .map_err(|e| format!("{}: {e}", path.display()))
-            .and_then(|_| crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644));
-        if let Err(e) = write {
+    if let Err(e) = crate::sys::beneath::write_new(&output.join("calibration.json"), text.as_bytes(), 0o644) {
+        return super::error(e);
+    }
+    if !c.instances.is_empty() {
+        if let Err(e) = calibration::store(&target, &c) {
             return super::error(e);
         }
     }
     // The report: each exclusion and why, flaky tests, stubs that pass.
     let fails: Vec<_> = c.instances.iter().filter(|(_, e)| !e.gold_passes).collect();
     out!(
-        "calibrated {} instances ({} gold runs each): gold passes {}, fails {}",
+        "calibrated {} instances ({} gold runs each): gold passes {}, fails {}{}",
         c.instances.len(),
         c.runs,
         c.instances.len() - fails.len(),
-        fails.len()
+        fails.len(),
+        if errors.is_empty() { String::new() } else { format!("; {} could not be calibrated", errors.len()) }
     );
     for (id, e) in &fails {
         out!("  excluded {id}: {}", e.cause.as_deref().unwrap_or("?"));
+    }
+    for (id, why) in &errors {
+        out!("  not calibrated {id}: {why}");
     }
     for (id, e) in c.instances.iter().filter(|(_, e)| !e.flaky.is_empty()) {
         out!("  flaky {id}: {}", e.flaky.join(", "));
@@ -107,11 +120,21 @@ pub fn main(a: CalibrateArgs) -> i32 {
         out!("  stub passes {id}");
     }
     eprintln!(
-        "polysandbox: calibration written to {} and {}",
+        "polysandbox: calibration written to {}{}",
         output.join("calibration.json").display(),
-        target.display()
+        if c.instances.is_empty() { String::new() } else { format!(" and added to {}", target.display()) }
     );
-    if fails.is_empty() {
+    if !errors.is_empty() {
+        let ids: Vec<&str> = errors.keys().map(String::as_str).collect();
+        eprintln!(
+            "polysandbox: exit 3: {} instance{} could not be calibrated (nothing kept for them); to redo them: polysandbox calibrate {} --instance {}",
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" },
+            base.dataset.display(),
+            ids.join(" ")
+        );
+        3
+    } else if fails.is_empty() {
         0
     } else {
         1
@@ -139,7 +162,13 @@ pub fn calibrate(
     runs: u32,
     stub: bool,
     progress: &dyn eval::Progress,
-) -> Result<calibration::Calibration, String> {
+) -> Result<(calibration::Calibration, BTreeMap<String, String>), String> {
+    // The conditions each instance runs under (gold's, as eval would run it).
+    let planned = {
+        let mut o = base.clone();
+        o.predictions = "gold".into();
+        eval::scheduler::planned(&o)?
+    };
     let pass_of = |name: &str,
                    predictions: &str,
                    controls: eval::ControlMode,
@@ -213,7 +242,11 @@ pub fn calibrate(
     // candidates that change no input.
     let again: Vec<String> = gold
         .iter()
-        .filter(|(id, runs)| verify.get(*id).is_some_and(|v| calibration::entry(runs, None, Some(v)).control_sensitive))
+        .filter(|(id, runs)| {
+            verify
+                .get(*id)
+                .is_some_and(|v| calibration::entry(runs, None, None, Some(v)).is_ok_and(|e| e.control_sensitive))
+        })
         .map(|(id, _)| id.clone())
         .collect();
     let mut verify = verify;
@@ -227,9 +260,19 @@ pub fn calibrate(
     } else {
         BTreeMap::new()
     };
-    let instances: BTreeMap<String, calibration::Entry> =
-        gold.iter().map(|(id, runs)| (id.clone(), calibration::entry(runs, stub.get(id), verify.get(id)))).collect();
-    Ok(calibration::Calibration {
+    let (mut instances, mut errors) = (BTreeMap::new(), BTreeMap::new());
+    for (id, runs) in &gold {
+        let conditions = planned.get(id).map(|p| &p.conditions);
+        match calibration::entry(runs, conditions, stub.get(id), verify.get(id)) {
+            Ok(e) => {
+                instances.insert(id.clone(), e);
+            }
+            Err(why) => {
+                errors.insert(id.clone(), why);
+            }
+        }
+    }
+    let c = calibration::Calibration {
         format: calibration::FORMAT,
         dataset: base.dataset.to_string_lossy().into_owned(),
         arch: std::env::consts::ARCH.into(),
@@ -239,5 +282,6 @@ pub fn calibrate(
             .map(|d| d.as_secs())
             .unwrap_or(0),
         instances,
-    })
+    };
+    Ok((c, errors))
 }

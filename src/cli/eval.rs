@@ -4,6 +4,7 @@ use super::common::{abs, parse_shard, Common, Dataset};
 use super::progress::Reporter;
 use crate::eval::{self, report, InstanceResult, Options, Progress, ReportFormat};
 use clap::Args;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -211,7 +212,9 @@ pub fn calibration_for(
         progress.note(&format!("note: calibration {} was made for {}", path.display(), c.dataset));
     }
     // A calibration made before gold's usage was kept: it grades as before; no ratios to gold.
-    if !c.instances.is_empty() && c.instances.values().all(|e| e.gold_usage.is_none()) {
+    // (Gold that fails here has no usage to keep whatever the version.)
+    let passing: Vec<_> = c.instances.values().filter(|e| e.gold_passes).collect();
+    if !passing.is_empty() && passing.iter().all(|e| e.gold_usage.is_none()) {
         progress.note(&format!(
             "note: calibration {} holds no usage of gold's (made by an older polysandbox): no ratios to gold; calibrate again for them",
             path.display()
@@ -227,36 +230,55 @@ pub fn calibration_for(
     Ok(Some(c))
 }
 
-/// Calibrates the selected instances the dataset's calibration lacks (or made for another
-/// build of their image) and merges them into it: `None` when nothing was missing.
+/// Calibrates the instances this run will run (selected, with a prediction) that the
+/// dataset's calibration lacks, or holds for another image, build or conditions, and adds them
+/// to it (under its lock): the calibration now, and the instances whose calibration failed
+/// (an infrastructure error: nothing kept for them), with why. `None` when nothing was missing.
 fn calibrate_missing(
     o: &Options,
-    selected: Vec<String>,
     progress: &dyn Progress,
-) -> Result<Option<crate::eval::calibration::Calibration>, String> {
+) -> Result<(Option<crate::eval::calibration::Calibration>, BTreeMap<String, String>), String> {
     use crate::eval::calibration;
     let have = o.calibration.clone();
-    // Missing, or with candidates an older build made (whose changed literals can tell), or
-    // made with another image than this run's (`--image`, `--config`) or another build of it
-    // than the store holds now: eval would not use those.
-    let planned = crate::eval::scheduler::planned_images(o)?;
+    let planned = crate::eval::scheduler::planned(o)?;
     let mut digests: std::collections::HashMap<String, Option<String>> = Default::default();
-    let mut current = |id: &String, e: &calibration::Entry| {
-        let controls = e.controls_made == crate::eval::control::CANDIDATES || (e.controls.is_empty() && !e.gold_passes);
-        let same_image = planned.get(id).is_none_or(|i| *i == e.image);
-        let now = digests.entry(e.image.clone()).or_insert_with(|| crate::eval::child::image_digest(o, &e.image));
-        let same_build = match (&e.image_digest, now) {
-            (Some(then), Some(now)) => then == now,
-            _ => true,
+    let mut why_again: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut missing = Vec::new();
+    for (id, p) in &planned {
+        let Some(e) = have.as_ref().and_then(|c| c.instances.get(id)) else {
+            missing.push(id.clone());
+            continue;
         };
-        controls && same_image && same_build
-    };
-    let missing: Vec<String> = selected
-        .into_iter()
-        .filter(|id| !have.as_ref().is_some_and(|c| c.instances.get(id).is_some_and(|e| current(id, e))))
-        .collect();
+        // Candidates an older build made (whose changed literals can tell), another image
+        // (`--image`, `--config`), another build of it than the store holds now, other
+        // conditions: eval would not use the entry.
+        let now = digests.entry(e.image.clone()).or_insert_with(|| crate::eval::child::image_digest(o, &e.image));
+        let why = if !(e.controls_made == crate::eval::control::CANDIDATES || (e.controls.is_empty() && !e.gold_passes))
+        {
+            Some("made with an older way of making controls".to_string())
+        } else if p.image != e.image {
+            Some(format!("made with image {} (now {})", e.image, p.image))
+        } else if matches!((&e.image_digest, now), (Some(then), Some(now)) if then != now) {
+            Some(format!("made with another build of {}", e.image))
+        } else {
+            calibration::not_for(e, &p.conditions)
+        };
+        if let Some(why) = why {
+            why_again.entry(why).or_default().push(id.clone());
+            missing.push(id.clone());
+        }
+    }
     if missing.is_empty() {
-        return Ok(None);
+        return Ok((None, BTreeMap::new()));
+    }
+    missing.sort();
+    for (why, ids) in &why_again {
+        progress.note(&format!(
+            "note: the calibration of {} instance{} was {why}: calibrating again (the first: {})",
+            ids.len(),
+            if ids.len() == 1 { "" } else { "s" },
+            ids[0]
+        ));
     }
     progress.note(&format!(
         "calibrating {} instance{} first (gold, as shipped and with candidate controls), as eval grades against what gold does here; `polysandbox calibrate` to do it ahead, --no-calibration to skip",
@@ -267,21 +289,19 @@ fn calibrate_missing(
     base.ids = missing;
     base.sample = None;
     base.shard = None;
-    base.resume = false;
-    let fresh = super::calibrate::calibrate(&base, &o.output.join("calibration"), 1, false, progress)?;
-    let mut c = have.unwrap_or_else(|| calibration::Calibration { instances: Default::default(), ..fresh.clone() });
-    c.instances.extend(fresh.instances);
+    // An eval interrupted while calibrating resumes its calibration's runs too.
+    base.resume = o.resume;
+    let (fresh, errors) = super::calibrate::calibrate(&base, &o.output.join("calibration"), 1, false, progress)?;
+    if fresh.instances.is_empty() {
+        return Ok((have, errors));
+    }
     let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
     let path = calibration::default_path(&root, &o.dataset);
-    let text = serde_json::to_string_pretty(&c).unwrap() + "\n";
-    let write = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .map_err(|e| format!("{}: {e}", path.display()))
-        .and_then(|_| crate::sys::beneath::write_new(&path, text.as_bytes(), 0o644));
-    write?;
+    let mut c = calibration::store(&path, &fresh)?;
+    // This run uses its own fresh entries, whatever a writer at once put there since.
+    c.instances.extend(fresh.instances);
     progress.note(&format!("calibration kept in {}", path.display()));
-    Ok(Some(c))
+    Ok((Some(c), errors))
 }
 
 pub fn main(a: EvalArgs) -> i32 {
@@ -360,9 +380,13 @@ pub fn main(a: EvalArgs) -> i32 {
     // (gold as shipped once, then with every candidate control), and kept with the dataset's.
     if !a.no_calibration && !named && !["gold", "stub"].contains(&o.predictions.as_str()) {
         let n = selected.len();
-        match calibrate_missing(&o, selected, &progress) {
-            Ok(Some(c)) => o.calibration = Some(c),
-            Ok(None) => {}
+        match calibrate_missing(&o, &progress) {
+            Ok((c, errors)) => {
+                if c.is_some() {
+                    o.calibration = c;
+                }
+                o.calibration_errors = errors;
+            }
             Err(e) if e == super::calibrate::INTERRUPTED => {
                 progress.finish();
                 eprintln!("polysandbox: {e}");

@@ -39,6 +39,11 @@ pub struct Entry {
     /// Its manifest digest: a rebuild under the same name is another image.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_digest: Option<String>,
+    /// The settings gold ran under (limits, network, runner, polysandbox's version): the entry
+    /// holds for those only (absent: made by a polysandbox that did not keep them, held for
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Conditions>,
     /// Gold resolved in every run, flaky tests aside.
     pub gold_passes: bool,
     pub gold_verdicts: Vec<Verdict>,
@@ -77,6 +82,64 @@ pub struct Entry {
     /// measurement).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub gold_tests: BTreeMap<String, GoldTest>,
+}
+
+/// What a run of an instance was made under, besides its image: what gold did under one set
+/// of them says nothing of what it does under another (a timeout of 3 s against the default
+/// 30 minutes), so an entry is used only by a run whose conditions are the same.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Conditions {
+    /// The wall-clock limit, as the run states it (`1800s`, `3000ms`).
+    pub timeout: String,
+    pub memory: u64,
+    pub cpus: f64,
+    pub pids: u64,
+    #[serde(default)]
+    pub network: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<u64>,
+    /// The runner as the run used it (command, report files, per-test measurement, caches):
+    /// a digest of it.
+    pub runner: String,
+    /// The polysandbox that ran it.
+    pub polysandbox: String,
+}
+
+impl Conditions {
+    /// What differs from `now`, for people: `timeout 3000ms (now 1800s)`; empty when the same.
+    pub fn differences(&self, now: &Conditions) -> Vec<String> {
+        let mut d = Vec::new();
+        let mut say = |what: &str, then: String, now: String| {
+            if then != now {
+                d.push(format!("{what} {then} (now {now})"));
+            }
+        };
+        say("timeout", self.timeout.clone(), now.timeout.clone());
+        say("memory", crate::units::human_bytes(self.memory), crate::units::human_bytes(now.memory));
+        say("cpus", self.cpus.to_string(), now.cpus.to_string());
+        say("pids", self.pids.to_string(), now.pids.to_string());
+        say("network", on(self.network), on(now.network));
+        let disk = |d: Option<u64>| d.map_or("default".into(), crate::units::human_bytes);
+        say("disk", disk(self.disk), disk(now.disk));
+        say("runner", self.runner.clone(), now.runner.clone());
+        say("polysandbox", self.polysandbox.clone(), now.polysandbox.clone());
+        d
+    }
+}
+
+fn on(b: bool) -> String {
+    if b { "host" } else { "none" }.into()
+}
+
+/// Why an entry does not hold for a run under `now` (None: it holds).
+pub fn not_for(e: &Entry, now: &Conditions) -> Option<String> {
+    match &e.conditions {
+        None => Some("made by an older polysandbox that kept no settings".into()),
+        Some(then) => {
+            let d = then.differences(now);
+            (!d.is_empty()).then(|| format!("made with {}", d.join(", ")))
+        }
+    }
 }
 
 /// What gold's runs used, robust over them: the lowest CPU and wall time of the runs (what
@@ -164,6 +227,50 @@ pub fn load(path: &Path) -> Result<Calibration, String> {
     Ok(c)
 }
 
+/// Adds `fresh`'s entries to the calibration kept at `path` (each replacing the entry of its
+/// instance, the others kept), under an exclusive lock of `path`'s `.lock` beside it: writers
+/// at once (a Slurm array's shards, two evals, two users of one store) each add theirs, none
+/// loses another's. The file is replaced whole (a new file renamed over it): a reader sees
+/// the one before or the one after. What it holds now is returned.
+pub fn store(path: &Path, fresh: &Calibration) -> Result<Calibration, String> {
+    use std::os::unix::fs::OpenOptionsExt;
+    use std::os::unix::io::AsRawFd;
+    let at = |e: std::io::Error| format!("{}: {e}", path.display());
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(at)?;
+    }
+    let mut lock_name = path.as_os_str().to_owned();
+    lock_name.push(".lock");
+    let lock_path = PathBuf::from(lock_name);
+    let open = |write: bool| {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(write)
+            .create(write)
+            .mode(0o644)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&lock_path)
+    };
+    // Another user's lock file beside a shared store's calibration: locked read-only.
+    let lock = open(true).or_else(|_| open(false)).map_err(|e| format!("{}: {e}", lock_path.display()))?;
+    // SAFETY: flock on an fd we own; released when `lock` closes.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        return Err(format!("{}: {}", lock_path.display(), std::io::Error::last_os_error()));
+    }
+    let mut c = match load(path) {
+        Ok(c) => c,
+        // None yet, or one this polysandbox cannot read (another format): started afresh.
+        Err(_) => Calibration { instances: BTreeMap::new(), ..fresh.clone() },
+    };
+    c.instances.extend(fresh.instances.iter().map(|(k, v)| (k.clone(), v.clone())));
+    c.runs = c.runs.max(fresh.runs);
+    c.created_unix = fresh.created_unix;
+    let text = serde_json::to_string_pretty(&c).map_err(|e| e.to_string())? + "\n";
+    crate::sys::beneath::write_new(path, text.as_bytes(), 0o644)?;
+    drop(lock);
+    Ok(c)
+}
+
 /// A line that names a control test (`t` and 16 hex digits): its failure is by design.
 fn names_control(line: &str) -> bool {
     let b = line.as_bytes();
@@ -197,13 +304,46 @@ pub fn first_error(output: &str) -> Option<String> {
         "FAILED",
         "panic",
     ];
-    let lines: Vec<&str> = output
-        .lines()
+    let lines: Vec<&str> = without_diffs(output)
+        .into_iter()
         .map(str::trim)
         // Neither the control test's lines nor a runner's rules ("==== ERRORS ====").
         .filter(|l| !l.is_empty() && !names_control(l) && !l.starts_with(['=', '-', '_', '*']))
         .collect();
     SIGNS.iter().find_map(|s| lines.iter().find(|l| l.contains(s))).map(|l| l.chars().take(300).collect())
+}
+
+/// The lines of a run's output outside the diffs it printed (SWE-bench's scripts print `git
+/// diff` of the tree, the patch included): a line of the patch is not what went wrong.
+fn without_diffs(output: &str) -> Vec<&str> {
+    const DIFF: [&str; 12] = [
+        "+",
+        "-",
+        " ",
+        "@@",
+        "index ",
+        "\\ No newline",
+        "new file mode",
+        "deleted file mode",
+        "old mode",
+        "new mode",
+        "similarity index",
+        "rename ",
+    ];
+    let mut in_diff = false;
+    let mut kept = Vec::new();
+    for l in output.lines() {
+        if l.starts_with("diff --git ") {
+            in_diff = true;
+            continue;
+        }
+        if in_diff && (l.is_empty() || DIFF.iter().any(|p| l.starts_with(p))) {
+            continue;
+        }
+        in_diff = false;
+        kept.push(l);
+    }
+    kept
 }
 
 /// What kind of environment failure a line shows, when it shows one.
@@ -243,13 +383,22 @@ pub fn cause_in(output: &str) -> Option<String> {
     })
 }
 
-/// One instance's entry from its gold runs (each with its output; the tests as shipped), its
-/// stub run, and the run that planted every candidate control (`verify`).
+/// One instance's entry from its gold runs (each with its output; the tests as shipped) made
+/// under `conditions`, its stub run, and the run that planted every candidate control
+/// (`verify`); or why there is none to keep.
+///
+/// An instance leaves the score ("gold fails here") only for a cause that is the
+/// environment's and lasting, shown to be so: every run of gold failing, and the same way. A
+/// run that could not be made (the sandbox did not start, the image is missing, the host ran
+/// short of a budget it shares: an `error` that is not the dataset's own), or runs that failed
+/// differently, make no entry: the calibration of that instance is an error, to redo, never
+/// kept.
 pub fn entry(
     gold: &[(InstanceResult, String)],
+    conditions: Option<&Conditions>,
     stub: Option<&InstanceResult>,
     verify: Option<&InstanceResult>,
-) -> Entry {
+) -> Result<Entry, String> {
     // A run that ended abnormally (an error, a timeout, out of memory, a signal) while another
     // run of gold's resolved is the environment's accident of that moment (another sandbox
     // holding a resource, a loaded host), not what gold does here: left out, so that it
@@ -265,7 +414,7 @@ pub fn entry(
     } else {
         gold
     };
-    let first = &gold[0].0;
+    let Some((first, _)) = gold.first() else { return Err("gold did not run".into()) };
     // Status per test per run; a test missing from a run counts as a status of its own.
     let mut names: BTreeSet<String> = BTreeSet::new();
     for (r, _) in gold {
@@ -299,12 +448,9 @@ pub fn entry(
     let cause = if gold_passes {
         None
     } else {
+        lasting_failure(gold)?;
         let (r, out) = gold.iter().find(|(r, _)| !run_passes(r)).unwrap();
-        let why = r.reason.clone().unwrap_or_else(|| r.verdict.to_string());
-        Some(match cause_in(out) {
-            Some(line) if !why.contains(&line) => format!("{line} ({}: {why})", r.verdict),
-            _ => format!("{}: {why}", r.verdict),
-        })
+        Some(cause_of(r, out, conditions))
     };
     // The controls gold failed; and whether planting them changed a test gold passes.
     let controls: Vec<super::control::Candidate> = verify
@@ -318,9 +464,10 @@ pub fn entry(
     });
     let max = |f: &dyn Fn(&InstanceResult) -> f64| gold.iter().map(|(r, _)| f(r)).fold(0.0, f64::max);
     let (gold_usage, gold_tests) = gold_usage(gold, &tests);
-    Entry {
+    Ok(Entry {
         image: first.image.clone(),
         image_digest: first.image_digest.clone(),
+        conditions: conditions.cloned(),
         gold_passes,
         gold_verdicts: gold.iter().map(|(r, _)| r.verdict).collect(),
         cause,
@@ -336,6 +483,71 @@ pub fn entry(
         control_sensitive,
         gold_usage,
         gold_tests,
+    })
+}
+
+/// Whether gold's failing runs show a lasting cause: none is an infrastructure error (the
+/// dataset's own, `deterministic`, aside), and all failed the same way (verdict and signal).
+/// Why not, otherwise.
+fn lasting_failure(gold: &[(InstanceResult, String)]) -> Result<(), String> {
+    if let Some((r, _)) = gold.iter().find(|(r, _)| r.verdict == Verdict::Error && !r.deterministic) {
+        return Err(format!(
+            "gold could not be run here: {}",
+            r.reason.as_deref().unwrap_or("an infrastructure error")
+        ));
+    }
+    let way = |r: &InstanceResult| (r.verdict, r.signal);
+    let (first, _) = &gold[0];
+    if let Some((r, _)) = gold.iter().find(|(r, _)| way(r) != way(first)) {
+        let say = |r: &InstanceResult| match r.signal {
+            Some(s) => format!("{} (signal {s})", r.verdict),
+            None => r.verdict.to_string(),
+        };
+        return Err(format!(
+            "gold failed differently in its runs ({} and {}): no lasting cause shown",
+            say(first),
+            say(r)
+        ));
+    }
+    Ok(())
+}
+
+/// Gold's own failure, for people: a kind first (`missing dependency`, `gold times out`,
+/// `gold fails its tests`...), then what shows it: the failing tests by name, the runner's
+/// message, the limit reached.
+fn cause_of(r: &InstanceResult, out: &str, conditions: Option<&Conditions>) -> String {
+    let why = r.reason.clone().unwrap_or_else(|| r.verdict.to_string());
+    match r.verdict {
+        Verdict::Timeout => format!(
+            "gold times out: {why}{}",
+            conditions.map(|c| format!(" (--timeout {})", c.timeout)).unwrap_or_default()
+        ),
+        Verdict::Oom => format!(
+            "gold runs out of memory: {why}{}",
+            conditions.map(|c| format!(" (--memory {})", crate::units::human_bytes(c.memory))).unwrap_or_default()
+        ),
+        Verdict::PatchFailed => format!("gold's patch does not apply: {why}"),
+        Verdict::EmptyPatch => "gold's patch is empty".into(),
+        Verdict::Error => format!("the dataset's record: {why}"),
+        _ => {
+            let failing: Vec<&str> = r
+                .tests
+                .iter()
+                .filter(|t| !matches!(t.status, Status::Passed | Status::Skipped | Status::Xfail))
+                .map(|t| t.name.as_str())
+                .filter(|n| !names_control(n))
+                .collect();
+            let tests = match failing.len() {
+                0 => why.clone(),
+                n if n <= 3 => format!("{} failed", failing.join(", ")),
+                n => format!("{} and {} more failed", failing[..3].join(", "), n - 3),
+            };
+            match cause_in(out) {
+                Some(line) if kind_of(&line).is_some() => format!("{line} ({tests})"),
+                Some(line) => format!("gold fails its tests: {tests}; {line}"),
+                None => format!("gold fails its tests: {tests}"),
+            }
+        }
     }
 }
 
@@ -390,14 +602,14 @@ mod tests {
         use Status::*;
         let a = run(Verdict::Resolved, &[("a", Passed), ("b", Passed)], None);
         let b = run(Verdict::Unresolved, &[("a", Passed), ("b", Failed)], Some("1 failed, 1 passed"));
-        let e = entry(&[(a.clone(), String::new()), (b, String::new())], None, None);
+        let e = entry(&[(a.clone(), String::new()), (b, String::new())], None, None, None).unwrap();
         assert_eq!(
             (e.tests.clone(), e.flaky.clone(), e.gold_passes),
             (vec!["a".to_string()], vec!["b".to_string()], true)
         );
         let bad = run(Verdict::Unresolved, &[], Some("tests exited 101; 0 failed, 0 passed"));
         let out = "   Compiling x\nerror[E0432]: unresolved import `num_bigint`\n test t0123456789abcdef ... FAILED\n";
-        let e = entry(&[(bad.clone(), out.into()), (bad, out.into())], Some(&a), None);
+        let e = entry(&[(bad.clone(), out.into()), (bad, out.into())], None, Some(&a), None).unwrap();
         assert!(!e.gold_passes);
         assert!(
             e.cause.as_deref().unwrap().starts_with("missing dependency: error[E0432]: unresolved import `num_bigint`"),
@@ -431,12 +643,118 @@ mod tests {
         aborted.signal = Some(6);
         let error = run(Verdict::Error, &[], Some("the sandbox failed"));
         for accident in [aborted.clone(), error.clone()] {
-            let e = entry(&[(accident, String::new()), (ok.clone(), String::new())], None, None);
+            let e = entry(&[(accident, String::new()), (ok.clone(), String::new())], None, None, None).unwrap();
             assert!(e.gold_passes, "{e:?}");
             assert!(e.flaky.is_empty() && e.tests == ["a", "b"], "{e:?}");
         }
-        let e = entry(&[(aborted.clone(), String::new()), (aborted, String::new())], None, None);
+        let e = entry(&[(aborted.clone(), String::new()), (aborted, String::new())], None, None, None).unwrap();
         assert!(!e.gold_passes);
+    }
+
+    /// #38: what could not be run is never "gold fails here": an infrastructure error (the
+    /// sandbox, the image, the host) in any failing run keeps nothing; runs that failed
+    /// differently show no lasting cause; the dataset's own error, repeated, is kept.
+    #[test]
+    fn only_a_lasting_failure_of_gold_is_kept() {
+        use Status::*;
+        let host = run(Verdict::Error, &[], Some("the host ran short of the file table while the tests ran: rerun"));
+        let missing = run(Verdict::Error, &[], Some("cannot pull img: not found"));
+        for (a, b) in [
+            (host.clone(), host.clone()),
+            (missing.clone(), missing),
+            (host.clone(), run(Verdict::Unresolved, &[("a", Failed)], Some("1 failed"))),
+        ] {
+            let e = entry(&[(a, String::new()), (b, String::new())], None, None, None);
+            assert!(e.as_ref().is_err_and(|w| w.starts_with("gold could not be run here")), "{e:?}");
+        }
+        let slow = run(Verdict::Timeout, &[("a", Passed)], Some("wall-clock limit reached"));
+        let failed = run(Verdict::Unresolved, &[("a", Failed)], Some("1 failed"));
+        let e = entry(&[(slow.clone(), String::new()), (failed, String::new())], None, None, None);
+        assert!(e.as_ref().is_err_and(|w| w.contains("failed differently")), "{e:?}");
+        let mut dataset = run(Verdict::Error, &[], Some("the dataset's test_patch does not apply"));
+        dataset.deterministic = true;
+        let e = entry(&[(dataset.clone(), String::new()), (dataset, String::new())], None, None, None).unwrap();
+        assert!(!e.gold_passes && e.cause.as_deref().unwrap().starts_with("the dataset's record: "), "{e:?}");
+        // A timeout kept names the limit it was made under.
+        let c = conditions("3000ms");
+        let e = entry(&[(slow.clone(), String::new()), (slow, String::new())], Some(&c), None, None).unwrap();
+        assert_eq!(e.cause.as_deref(), Some("gold times out: wall-clock limit reached (--timeout 3000ms)"));
+        assert_eq!(e.conditions.as_ref(), Some(&c));
+    }
+
+    /// #38: the cause is gold's own failure: the tests that failed, and the runner's message,
+    /// never a line of the patch the run printed (SWE-bench's scripts print `git diff`).
+    #[test]
+    fn the_cause_names_the_failing_tests_not_the_patch() {
+        use Status::*;
+        let r = run(Verdict::Unresolved, &[("test_ok", Passed), ("test_parse", Failed)], Some("1 failed, 1 passed"));
+        let out = "diff --git a/src/x.py b/src/x.py\nindex 1..2 100644\n--- a/src/x.py\n+++ b/src/x.py\n@@ -1,2 +1,3 @@\n     def f():\n+        raise ValueError(\"Error: bad\")\n\n============ FAILURES ============\nE   AssertionError: 3 != 4\nFAILED tests/test_x.py::test_parse\n";
+        let e = entry(&[(r.clone(), out.into()), (r, out.into())], None, None, None).unwrap();
+        let cause = e.cause.unwrap();
+        assert!(cause.starts_with("gold fails its tests: test_parse failed; "), "{cause}");
+        assert!(!cause.contains("raise ValueError") && cause.contains("AssertionError: 3 != 4"), "{cause}");
+    }
+
+    fn conditions(timeout: &str) -> Conditions {
+        Conditions {
+            timeout: timeout.into(),
+            memory: 1 << 30,
+            cpus: 1.0,
+            pids: 4096,
+            network: false,
+            disk: None,
+            runner: "0123456789abcdef".into(),
+            polysandbox: "0.1.0".into(),
+        }
+    }
+
+    /// #38: an entry holds for the conditions it was made under; under others (or none kept)
+    /// it is not used, and why is said.
+    #[test]
+    fn an_entry_holds_for_its_conditions_only() {
+        let ok = run(Verdict::Resolved, &[("a", Status::Passed)], None);
+        let e = entry(&[(ok.clone(), String::new())], Some(&conditions("3000ms")), None, None).unwrap();
+        assert_eq!(not_for(&e, &conditions("3000ms")), None);
+        assert_eq!(not_for(&e, &conditions("1800s")).as_deref(), Some("made with timeout 3000ms (now 1800s)"));
+        let mut later = conditions("3000ms");
+        later.polysandbox = "0.2.0".into();
+        later.memory = 2 << 30;
+        let why = not_for(&e, &later).unwrap();
+        assert!(why.contains("memory 1.0 GiB (now 2.0 GiB)") && why.contains("polysandbox 0.1.0 (now 0.2.0)"), "{why}");
+        let old = entry(&[(ok, String::new())], None, None, None).unwrap();
+        assert!(not_for(&old, &conditions("3000ms")).unwrap().contains("older polysandbox"));
+    }
+
+    /// #38: writers at once (a Slurm array's shards on one store) each add their entries to
+    /// the dataset's calibration; none loses another's.
+    #[test]
+    fn writers_at_once_lose_nothing() {
+        let dir = std::env::temp_dir().join(format!("psb-cal-store-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("calibrations").join("d.json");
+        let ok = run(Verdict::Resolved, &[("a", Status::Passed)], None);
+        let e = entry(&[(ok, String::new())], Some(&conditions("1s")), None, None).unwrap();
+        std::thread::scope(|s| {
+            for w in 0..8 {
+                let (path, e) = (&path, &e);
+                s.spawn(move || {
+                    for k in 0..5 {
+                        let c = Calibration {
+                            format: FORMAT,
+                            dataset: "/d".into(),
+                            arch: "x86_64".into(),
+                            runs: 1,
+                            created_unix: 0,
+                            instances: [(format!("i{w}-{k}"), e.clone())].into(),
+                        };
+                        store(path, &c).unwrap();
+                    }
+                });
+            }
+        });
+        let c = load(&path).unwrap();
+        assert_eq!(c.instances.len(), 40, "{:?}", c.instances.keys());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -461,7 +779,7 @@ mod tests {
         b.tests[0].usage = Some(u(0.30, 120));
         a.tests[1].usage = Some(u(0.001, 10));
         (b.wall_s, b.cpu_s, b.memory_peak_bytes) = (0.8, 0.7, 2000);
-        let e = entry(&[(a, String::new()), (b, String::new())], None, None);
+        let e = entry(&[(a, String::new()), (b, String::new())], None, None, None).unwrap();
         let g = e.gold_usage.clone().unwrap();
         assert_eq!((g.wall_s, g.cpu_s, g.memory_peak_bytes), (0.8, 0.5, 2000));
         let burn = &e.gold_tests["burn"];

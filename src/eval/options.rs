@@ -65,6 +65,9 @@ pub struct Options {
     pub calibration: Option<calibration::Calibration>,
     /// The calibration file named by --calibration (none: the dataset's default, or none).
     pub calibration_file: Option<PathBuf>,
+    /// Instances whose calibration failed just now (gold could not be run), and why: each an
+    /// `error` of this run.
+    pub calibration_errors: std::collections::BTreeMap<String, String>,
     /// SWE-bench: the registry namespace of the instance images (`none`: locally built
     /// names), and their tag; given, they name every instance's image, over the record's.
     pub namespace: Option<String>,
@@ -123,6 +126,7 @@ impl Options {
             binary,
             calibration: None,
             calibration_file: None,
+            calibration_errors: Default::default(),
             namespace: None,
             instance_image_tag: None,
             run_id: "polysandbox".into(),

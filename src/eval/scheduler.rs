@@ -227,15 +227,64 @@ pub fn check_input(o: &Options) -> Result<(Vec<String>, Vec<String>), String> {
     Ok((selected.into_iter().map(|i| i.id).collect(), notes))
 }
 
-/// The image each selected instance would run in (by id), as the run plans it: what a
-/// calibration must have been made with to be used.
-pub(crate) fn planned_images(o: &Options) -> Result<HashMap<String, String>, String> {
+/// What a selected instance runs with, as the run plans it: its image and its conditions (a
+/// calibration holds for those only).
+pub(crate) struct Planned {
+    pub image: String,
+    pub conditions: calibration::Conditions,
+}
+
+/// The runner, memory, timeout and CPUs an instance runs with under `o`.
+fn settings_of(o: &Options, plan: &Plan) -> Result<(Runner, u64, String, f64), String> {
+    let runner = plan.runner.measured(&o.per_test).cached(o.caches);
+    let memory = match o.memory {
+        Some(m) => m,
+        None => crate::units::parse_size(&runner.memory)
+            .map_err(|e| format!("catalogue {}: memory: {e}", runner.language))?,
+    };
+    let timeout = match o.timeout {
+        Some(t) => format!("{}ms", t.as_millis()),
+        None => plan.timeout.clone(),
+    };
+    let cpus = o.cpus.unwrap_or(runner.cpus);
+    Ok((runner, memory, timeout, cpus))
+}
+
+/// The conditions of a run with these settings (see [`calibration::Conditions`]).
+fn conditions_of(o: &Options, runner: &Runner, memory: u64, timeout: &str, cpus: f64) -> calibration::Conditions {
+    let digest = format!("{:x}", Sha256::digest(format!("{runner:?}").as_bytes()));
+    calibration::Conditions {
+        timeout: timeout.to_string(),
+        memory,
+        cpus,
+        pids: o.pids,
+        network: o.network_host,
+        disk: o.disk,
+        runner: digest[..16].to_string(),
+        polysandbox: env!("CARGO_PKG_VERSION").to_string(),
+    }
+}
+
+/// The selected instances `o` will run (a plan, a prediction that is not missing nor an empty
+/// patch), by id, with their image and conditions: what a calibration must have been made
+/// with to be used, and what eval calibrates first.
+pub(crate) fn planned(o: &Options) -> Result<HashMap<String, Planned>, String> {
     let cat = catalogue::load(o.config.as_deref(), &o.images)?;
-    let selected = select(dataset::load(&o.dataset)?, o)?;
-    Ok(selected
-        .iter()
-        .filter_map(|inst| formats::of(inst).plan(inst, &cat, o).map(|p| (inst.id.clone(), p.image)))
-        .collect())
+    let all = dataset::load(&o.dataset)?;
+    let preds = load_predictions(&o.predictions, &all)?;
+    let mut out = HashMap::new();
+    for inst in select(all, o)? {
+        match preds.for_instance(&inst)? {
+            Prediction::Missing => continue,
+            Prediction::Patch(p) if p.trim().is_empty() => continue,
+            _ => {}
+        }
+        let Some(plan) = formats::of(&inst).plan(&inst, &cat, o) else { continue };
+        let (runner, memory, timeout, cpus) = settings_of(o, &plan)?;
+        let conditions = conditions_of(o, &runner, memory, &timeout, cpus);
+        out.insert(inst.id.clone(), Planned { image: plan.image, conditions });
+    }
+    Ok(out)
 }
 
 pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>, bool, Duration), String> {
@@ -276,6 +325,7 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
 
     let mut digests: HashMap<String, Option<String>> = HashMap::new();
     let mut stale: HashSet<String> = HashSet::new();
+    let mut other_conditions: HashSet<String> = HashSet::new();
     // What --resume finds: earlier errors run again, and verdicts reached with another
     // prediction or other settings.
     let (mut rerun_errors, mut changed) = (0, 0);
@@ -303,21 +353,27 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
             fresh.push(r);
             continue;
         }
-        let runner = runner.measured(&o.per_test).cached(o.caches);
-        let memory = match o.memory {
-            Some(m) => m,
-            None => crate::units::parse_size(&runner.memory)
-                .map_err(|e| format!("catalogue {}: memory: {e}", runner.language))?,
-        };
-        let timeout = match o.timeout {
-            Some(t) => format!("{}ms", t.as_millis()),
-            None => default_timeout,
-        };
-        let cpus = o.cpus.unwrap_or(runner.cpus);
-        // A calibration holds for the image it was made with: that name, that build. (An
+        let (runner, memory, timeout, cpus) =
+            settings_of(o, &Plan { runner, image: image.clone(), timeout: default_timeout })?;
+        // A calibration holds for the image it was made with (that name, that build) and the
+        // conditions (limits, runner, version): under others, what gold did says nothing. (An
         // image not in the store yet, which the probe below pulls, cannot be compared: the
         // calibration for its name is used.)
-        let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image).cloned();
+        let now = conditions_of(o, &runner, memory, &timeout, cpus);
+        let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image);
+        let cal = match cal.map(|e| (e, calibration::not_for(e, &now))) {
+            Some((_, Some(why))) => {
+                if other_conditions.insert(why.clone()) {
+                    progress.note(&format!(
+                        "note: calibration entries {why} are not used (the first: {}): calibrate again",
+                        inst.id
+                    ));
+                }
+                None
+            }
+            Some((e, None)) => Some(e.clone()),
+            None => None,
+        };
         let digest = digests.entry(image.clone()).or_insert_with(|| image_digest(o, &image)).clone();
         let cal = match cal {
             Some(e) if digest.is_some() && e.image_digest.is_some() && digest != e.image_digest => {
@@ -349,6 +405,13 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
             } else {
                 changed += 1;
             }
+        }
+        // Calibrating it failed (gold could not be run, the host ran short): an error of this
+        // run, to rerun, never a verdict nor a reason to leave it out.
+        if let Some(why) = o.calibration_errors.get(&inst.id) {
+            let why = format!("calibrating it failed: {why}: rerun (--resume)");
+            fresh.push(InstanceResult::bare(&inst, &image, &key, Verdict::Error, Some(why)));
+            continue;
         }
         // Gold does not pass here: the environment's fault, whatever the prediction. Not run,
         // not retried, kept out of accuracy_score.
