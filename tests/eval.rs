@@ -1192,3 +1192,185 @@ fn a_patch_cannot_plant_symlinks_the_host_follows() {
 fn md_text(s: &str) -> String {
     s.chars().flat_map(|c| if c.is_ascii_punctuation() { vec!['\\', c] } else { vec![c] }).collect()
 }
+
+/// A dataset of three python exercises for calibration's tests: `sum-two` (the fixture),
+/// `other` (a copy), and `slow` (gold correct but sleeping `slow_s` seconds first); and a
+/// predictions directory with the reference solutions of `names`.
+fn calibration_dataset(m: Mode, name: &str, slow_s: u32, names: &[&str]) -> (String, String) {
+    let root = m.owned_dir(name);
+    let practice = root.join("data/python/exercises/practice");
+    std::fs::create_dir_all(&practice).unwrap();
+    let src = Path::new(&polyglot()).join("python/exercises/practice/sum-two");
+    for ex in ["sum-two", "other", "slow"] {
+        assert!(Command::new("cp").arg("-a").arg(&src).arg(practice.join(ex)).status().unwrap().success());
+    }
+    let slow = format!("import time\ntime.sleep({slow_s})\n\n\ndef add(a, b):\n    return a + b\n");
+    std::fs::write(practice.join("slow/.meta/example.py"), &slow).unwrap();
+    let preds = root.join("preds/python");
+    for ex in names {
+        std::fs::create_dir_all(preds.join(ex)).unwrap();
+        let gold = std::fs::read(practice.join(ex).join(".meta/example.py")).unwrap();
+        std::fs::write(preds.join(ex).join("sum_two.py"), gold).unwrap();
+    }
+    Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+    (root.join("data").display().to_string(), root.join("preds").display().to_string())
+}
+
+/// The dataset's calibration in the mode's store, as eval keeps it.
+fn kept_calibration(m: Mode, dataset: &str) -> Value {
+    let store = match m {
+        Mode::User if is_root() => PathBuf::from(USER_STORE),
+        _ if std::env::var_os("POLYSANDBOX_ROOT").is_some() => {
+            PathBuf::from(std::env::var_os("POLYSANDBOX_ROOT").unwrap())
+        }
+        Mode::User => std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(std::env::var("HOME").unwrap()).join(".local/share"))
+            .join("polysandbox"),
+        Mode::Root => PathBuf::from("/var/lib/polysandbox"),
+    };
+    let dir = store.join("calibrations");
+    let name = Path::new(dataset).file_name().unwrap().to_string_lossy().into_owned();
+    // The one made for this dataset: its file names the dataset and holds it in "dataset".
+    for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "json") && p.file_name().unwrap().to_string_lossy().starts_with(&name) {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+            if v["dataset"] == dataset {
+                return v;
+            }
+        }
+    }
+    Value::Null
+}
+
+/// #38: a calibration holds for the settings it was made under: gold timing out under
+/// `--timeout 2s` leaves the instance out of that run only; the next run with the default
+/// timeout says so, calibrates again, and grades it. Gold that could not be run (an image
+/// that is nowhere) is an `error` of the run, nothing kept; the instance is calibrated when
+/// the image is there. Eval calibrates only the instances it will run (those with a
+/// prediction).
+#[test]
+fn a_calibration_holds_for_its_settings_and_keeps_no_infrastructure_fault() {
+    for m in modes() {
+        let (data, preds) = calibration_dataset(m, "cal-settings", 4, &["slow", "sum-two"]);
+        // Under a timeout gold cannot meet: left out, the cause naming the limit.
+        let short = eval(m, &[&data, "-p", &preds, "-t", "python/slow", "--timeout", "2s"]);
+        let r = short.result("python/slow");
+        assert_eq!((r["verdict"].as_str(), r["excluded"].as_bool()), (Some("error"), Some(true)), "{m:?}: {r}");
+        assert!(
+            r["reason"].as_str().unwrap().contains("gold times out")
+                && r["reason"].as_str().unwrap().contains("2000ms"),
+            "{m:?}: {r}"
+        );
+        // Only the instance the run runs was calibrated (sum-two has a prediction, not selected).
+        let cal = kept_calibration(m, &data);
+        assert_eq!(cal["instances"].as_object().map(|o| o.len()), Some(1), "{m:?}: {cal}");
+        // The default timeout: calibrated again, said so, graded.
+        let long = eval(m, &[&data, "-p", &preds, "-t", "python/slow"]);
+        let err = stderr(&long.out);
+        assert!(err.contains("timeout 2000ms") && err.contains("calibrating again"), "{m:?}: {err}");
+        let r = long.result("python/slow");
+        assert_eq!(r["verdict"], "resolved", "{m:?}: {r}\n{err}");
+        assert_eq!(r["excluded"].as_bool().unwrap_or(false), false, "{m:?}: {r}");
+        assert_eq!(kept_calibration(m, &data)["instances"]["python/slow"]["gold_passes"], true, "{m:?}");
+
+        // Predictions for one of three selected instances: that one is calibrated, not three.
+        let (data, preds) = calibration_dataset(m, "cal-partial", 0, &["other"]);
+        let one = eval(m, &[&data, "-p", &preds]);
+        let err = stderr(&one.out);
+        assert!(err.contains("calibrating 1 instance first"), "{m:?}: {err}");
+        let cal = kept_calibration(m, &data);
+        assert_eq!(
+            cal["instances"].as_object().map(|o| o.keys().cloned().collect::<Vec<_>>()),
+            Some(vec!["python/other".to_string()]),
+            "{m:?}: {cal}"
+        );
+        assert_eq!(one.verdict("python/other"), "resolved", "{m:?}");
+
+        // An image that is nowhere: gold could not run, an error of the run, nothing kept.
+        let nowhere = eval(m, &[&data, "-p", &preds, "--image", "python=127.0.0.1:9/nowhere/python:1"]);
+        let r = nowhere.result("python/other");
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert_ne!(r["excluded"], true, "{m:?}: {r}");
+        assert!(
+            r["reason"].as_str().unwrap().starts_with("calibrating it failed: gold could not be run here"),
+            "{m:?}: {r}"
+        );
+        assert_eq!(code(&nowhere.out), 3, "{m:?}: {}", stderr(&nowhere.out));
+        let cal = kept_calibration(m, &data);
+        assert_ne!(cal["instances"]["python/other"]["image"], "127.0.0.1:9/nowhere/python:1", "{m:?}: {cal}");
+    }
+}
+
+/// #38: an eval interrupted while it calibrates prints a command that resumes it, and that
+/// command works (it resumes the calibration's runs too).
+#[test]
+fn an_eval_interrupted_while_calibrating_resumes() {
+    let m = modes()[0];
+    let (data, preds) = calibration_dataset(m, "cal-resume", 20, &["slow", "sum-two"]);
+    let dir = m.owned_dir("cal-resume-out").join("out");
+    let log = m.owned_dir("cal-resume-log").join("stderr");
+    let args = [data.as_str(), "-p", preds.as_str(), "-t", "python/slow", "python/sum-two", "-j", "2"];
+    let mut child = m
+        .command()
+        .arg("eval")
+        .args(args)
+        .arg("-o")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // Interrupted once sum-two's gold is recorded and slow's still runs.
+    let gold = dir.join("calibration/gold-1/results.jsonl");
+    assert!(
+        eventually(120, || std::fs::read_to_string(&gold).is_ok_and(|t| t.contains("python/sum-two"))),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(err.contains("interrupted while calibrating"), "{err}");
+    let line = err.lines().skip_while(|l| !l.contains("to resume:")).nth(1).unwrap_or_default();
+    assert!(line.trim_end().ends_with("--resume") && line.contains(&format!("-o {}", dir.display())), "{err}");
+    let mut again: Vec<&str> = args.to_vec();
+    again.push("--resume");
+    let r = eval_in(m, &dir, &again);
+    let err = stderr(&r.out);
+    assert_eq!(code(&r.out), 0, "{err}");
+    assert!(!err.contains("holds an earlier run's results"), "{err}");
+    for id in ["python/slow", "python/sum-two"] {
+        assert_eq!(r.verdict(id), "resolved", "{err}");
+    }
+}
+
+/// #38: calibrations at once on one store (the README's Slurm array of shards) each add their
+/// entries to the dataset's calibration: none is lost.
+#[test]
+fn calibrations_at_once_keep_each_others_entries() {
+    for m in modes() {
+        let (data, _) = calibration_dataset(m, "cal-shards", 0, &[]);
+        let children: Vec<_> = ["python/sum-two", "python/other"]
+            .iter()
+            .map(|id| {
+                let out = m.owned_dir(&format!("cal-shard-{}", id.replace('/', "_")));
+                let mut c = m.command();
+                c.args(["calibrate", &data, "--runs", "1", "--no-stub", "-t", id, "-o"]).arg(out.join("runs"));
+                if m == Mode::User && is_root() {
+                    c.args(["--root", USER_STORE]);
+                }
+                c.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+            })
+            .collect();
+        for c in children {
+            let o = c.wait_with_output().unwrap();
+            assert_eq!(code(&o), 0, "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        }
+        let cal = kept_calibration(m, &data);
+        for id in ["python/sum-two", "python/other"] {
+            assert_eq!(cal["instances"][id]["gold_passes"], true, "{m:?}: {id}: {cal}");
+        }
+    }
+}
