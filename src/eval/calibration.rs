@@ -543,6 +543,8 @@ fn cause_of(r: &InstanceResult, out: &str, conditions: Option<&Conditions>) -> S
                 n => format!("{} and {} more failed", failing[..3].join(", "), n - 3),
             };
             match cause_in(out) {
+                // What is missing says it all; the failing tests, when any ran, beside it.
+                Some(line) if kind_of(&line).is_some() && failing.is_empty() => line,
                 Some(line) if kind_of(&line).is_some() => format!("{line} ({tests})"),
                 Some(line) => format!("gold fails its tests: {tests}; {line}"),
                 None => format!("gold fails its tests: {tests}"),
