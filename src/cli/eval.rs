@@ -401,10 +401,11 @@ pub fn main(a: EvalArgs) -> i32 {
 
 /// The summary on stdout, in `--format`.
 fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Duration, label: &str) {
+    let redo = report::Recalibrate::of(o);
     match o.format {
-        ReportFormat::Table => print!("{}", report::table(results, wall, label)),
+        ReportFormat::Table => print!("{}", report::table(results, wall, label, &redo)),
         ReportFormat::Json => {
-            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions)).unwrap())
+            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions, &redo)).unwrap())
         }
         // As written in --output (its timestamp, its logs' tails).
         ReportFormat::Junit => {

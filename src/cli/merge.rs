@@ -45,10 +45,13 @@ pub fn main(a: MergeArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     let p = &m.settings.predictions;
+    let redo = eval::report::Recalibrate::of(&m.settings.options(&a.out));
     match a.format.as_str() {
-        "json" => out!("{}", serde_json::to_string_pretty(&eval::report::summary(&m.results, m.wall, p)).unwrap()),
+        "json" => {
+            out!("{}", serde_json::to_string_pretty(&eval::report::summary(&m.results, m.wall, p, &redo)).unwrap())
+        }
         "junit" => print!("{}", eval::report::junit(&m.results, &a.out)),
-        _ => print!("{}", eval::report::table(&m.results, m.wall, p)),
+        _ => print!("{}", eval::report::table(&m.results, m.wall, p, &redo)),
     }
     eprintln!(
         "polysandbox: {} shards merged into {}/ (results.jsonl, report.json, junit.xml, report.html, logs/)",
