@@ -21,7 +21,8 @@ Refused, with one line and nothing written: OUT that exists and is not empty; a 
   shards' dataset and predictions must still be where they ran (the harnesses' reports are
   made from them).
 Written to a directory beside OUT, then renamed to OUT: a failure leaves nothing.
-Exit status: as eval's over the merged results (0, 1, 3; --fail-under RATE), 125 when refused.";
+Exit status: as eval's over the merged results (0, 1, 3; --fail-under RATE; 3 too when nothing
+  was scored), 125 when refused.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
