@@ -1008,6 +1008,113 @@ fn calibration_turns_environment_failures_into_errors_and_pins_the_tests() {
     }
 }
 
+/// A run where the calibration left every instance out scored nothing: no success for a CI
+/// step or a Slurm task (#38), exit 3 with the reason. The table, report.json and the Markdown
+/// summary (and merge's report) say what was left out, per cause, with the command that
+/// calibrates them again; that command runs as printed.
+#[test]
+fn nothing_scored_exits_3_and_the_reports_say_how_to_calibrate_again() {
+    for m in modes() {
+        let root = m.owned_dir("nothing-scored");
+        // One exercise, whose reference solution needs a module the image does not have.
+        let data = root.join("data");
+        let needs = data.join("python/exercises/practice/needs-lib");
+        std::fs::create_dir_all(needs.parent().unwrap()).unwrap();
+        let sum_two = Path::new(&polyglot()).join("python/exercises/practice/sum-two");
+        assert!(Command::new("cp").arg("-a").arg(&sum_two).arg(&needs).status().unwrap().success());
+        std::fs::write(
+            needs.join(".meta/example.py"),
+            "import not_in_this_image\n\n\ndef add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
+        Command::new("chmod").args(["-R", "a+rX"]).arg(&root).status().unwrap();
+        let dataset = data.display().to_string();
+        let calibrate = |args: &[String], name: &str| {
+            let out = m.owned_dir(name);
+            let file = out.join("calibration.json");
+            let mut c = m.command();
+            c.args(args).args(["--runs", "1", "--no-stub", "-o"]).arg(out.join("runs")).arg("--calibration").arg(&file);
+            if m == Mode::User && is_root() && !args.iter().any(|a| a == "--root") {
+                c.args(["--root", USER_STORE]);
+            }
+            (c.stdin(Stdio::null()).output().unwrap(), file)
+        };
+        let (o, cal) = calibrate(&["calibrate".into(), dataset.clone()], "cal");
+        assert_eq!(code(&o), 1, "{m:?}: gold fails there: {}\n{}", stdout(&o), stderr(&o));
+        let cal = cal.display().to_string();
+
+        let summary_md = m.owned_dir("nothing-scored-md").join("summary.md");
+        let md_arg = summary_md.display().to_string();
+        let run = eval(m, &[&dataset, "--calibration", &cal, "--summary-md", &md_arg]);
+        let r = run.result("python/needs-lib");
+        assert_eq!((&r["verdict"], &r["excluded"]), (&Value::from("error"), &Value::from(true)), "{m:?}: {r}");
+        let reason = r["reason"].as_str().unwrap();
+        // Nothing scored: exit 3, whatever else, and the last line says why.
+        assert_eq!(code(&run.out), 3, "{m:?}: {}", stderr(&run.out));
+        let last = stderr(&run.out).lines().last().unwrap_or("").to_string();
+        assert!(
+            last.starts_with("polysandbox: exit 3: nothing was scored: 1 instance left out by the calibration ("),
+            "{m:?}: {last}"
+        );
+        // report.json: the cause, the ids and the command.
+        let report = run.report();
+        let by = report["excluded_by_cause"].as_array().unwrap_or_else(|| panic!("{report}"));
+        assert_eq!(by.len(), 1, "{report}");
+        let cause = by[0]["cause"].as_str().unwrap();
+        assert!(!cause.is_empty() && reason.starts_with(&format!("gold fails here: {cause}")), "{cause:?}: {reason}");
+        assert!(last.contains(&format!("({cause}: 1; ")), "{last}");
+        assert_eq!((&by[0]["count"], &by[0]["ids"]), (&Value::from(1), &serde_json::json!(["python/needs-lib"])));
+        let command = by[0]["command"].as_str().unwrap();
+        assert!(command.starts_with(&format!("polysandbox calibrate {dataset} ")), "{command}");
+        assert!(command.ends_with(" --instance python/needs-lib"), "{command}");
+        assert_eq!(report["excluded_ids"], serde_json::json!(["python/needs-lib"]));
+        // The table and the Markdown summary give it too.
+        let table = stdout(&run.out);
+        assert!(table.contains("resolved 0 of 0 (0.0%)"), "{table}");
+        assert!(
+            table.contains(&format!("  {cause}: 1 (python/needs-lib)\n    calibrate them again: {command}\n")),
+            "{table}"
+        );
+        let md = std::fs::read_to_string(&summary_md).unwrap();
+        assert!(md.contains("### Left out of the score (1)") && md.contains(&format!("```sh\n{command}\n```")), "{md}");
+
+        // The command runs as printed (a calibration file of its own here, to leave the
+        // store's alone): gold fails there again, named.
+        let words = Command::new("sh").args(["-c", &format!("printf '%s\\0' {command}")]).output().unwrap();
+        let words: Vec<String> =
+            String::from_utf8(words.stdout).unwrap().split_terminator('\0').map(String::from).collect();
+        assert_eq!(words[..2], ["polysandbox", "calibrate"], "{command}");
+        let (o, again) = calibrate(&words[1..], "cal-again");
+        assert_eq!(code(&o), 1, "{m:?}: {command}: {}\n{}", stdout(&o), stderr(&o));
+        assert!(stdout(&o).contains("excluded python/needs-lib: "), "{}", stdout(&o));
+        let again: Value = serde_json::from_str(&std::fs::read_to_string(again).unwrap()).unwrap();
+        assert_eq!(again["instances"].as_object().unwrap().keys().collect::<Vec<_>>(), ["python/needs-lib"]);
+
+        // merge writes the same of the shards' results, and exits as eval does.
+        let shard = m.owned_dir("nothing-scored-shard").join("s1");
+        let one = eval_in(m, &shard, &[&dataset, "--calibration", &cal, "--shard", "1/1"]);
+        assert_eq!(code(&one.out), 3, "{m:?}: {}", stderr(&one.out));
+        let merged = m.owned_dir("nothing-scored-merged").join("out");
+        let o = m.command().arg("merge").arg(&merged).arg(&shard).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(code(&o), 3, "{m:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("exit 3: nothing was scored: 1 instance left out by the calibration"),
+            "{}",
+            stderr(&o)
+        );
+        let merged: Value =
+            serde_json::from_str(&std::fs::read_to_string(merged.join("report.json")).unwrap()).unwrap();
+        let by = &merged["excluded_by_cause"];
+        assert_eq!((&by[0]["cause"], &by[0]["ids"]), (&Value::from(cause), &serde_json::json!(["python/needs-lib"])));
+        let merged_command = by[0]["command"].as_str().unwrap();
+        assert!(
+            merged_command.starts_with(&format!("polysandbox calibrate {dataset} "))
+                && merged_command.ends_with(" --instance python/needs-lib"),
+            "{merged_command}"
+        );
+    }
+}
+
 /// The images carry what the full Aider polyglot benchmark declares (#13), not only the
 /// exercises in shared/: every Rust crate and version its exercises name (vendored, offline),
 /// and AssertJ's 2D-array assertions (3.17+; bookworm has 3.14) with JUnit 5.10; the one

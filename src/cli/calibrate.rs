@@ -285,3 +285,82 @@ pub fn calibrate(
     };
     Ok((c, errors))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{swebench_spellings, Cli, Command};
+    use clap::Parser;
+    use std::path::PathBuf;
+    use std::time::Duration;
+
+    /// The command the reports give for the instances the calibration left out parses as
+    /// `polysandbox calibrate` (as main reads a command line), with the run's dataset, store,
+    /// images and limits, and exactly those instances, odd ids included.
+    #[test]
+    fn the_reports_recalibrate_command_parses_as_the_runs_calibration() {
+        let mut o = crate::eval::Options::new("/data/polyglot benchmark".into(), "gold", "/out".into(), "".into());
+        o.root = Some("/store".into());
+        o.images = vec!["python=python:3.12".into(), "go=golang:1.22".into()];
+        o.config = Some("/etc/psb.toml".into());
+        o.repos = Some("/mirrors".into());
+        o.namespace = Some("swebench".into());
+        o.instance_image_tag = Some("v1".into());
+        o.timeout = Some(Duration::from_millis(1500));
+        o.cpus = Some(1.5);
+        o.memory = Some(3 << 30);
+        o.disk = Some(5 << 30);
+        o.pids = 512;
+        o.network_host = true;
+        o.per_test.timeout = Some(Duration::from_secs(20));
+        o.per_test.memory = Some(1 << 30);
+        o.per_test.cpu_time = Some(Duration::from_secs(7));
+        o.caches = false;
+        let ids: Vec<String> =
+            ["java/hangman", "it's a test", "-t", "--instance", "x;rm -rf /", "a\"b$c"].map(String::from).to_vec();
+        let redo = crate::eval::report::Recalibrate::of(&o);
+        let argv = redo.argv(&ids);
+        assert_eq!(argv[..2], ["polysandbox", "calibrate"]);
+        let cli = Cli::try_parse_from(swebench_spellings(argv.iter().map(Into::into).collect()))
+            .unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let Command::Calibrate(a) = cli.command else { panic!("not calibrate: {argv:?}") };
+        let dataset = a.data.path().unwrap();
+        assert_eq!(dataset, o.dataset);
+        let got = a.common.options(dataset, "gold", "/out".into()).unwrap();
+        let mut want = ids.clone();
+        want.sort();
+        let mut have = got.ids.clone();
+        have.sort();
+        assert_eq!(have, want, "{argv:?}");
+        assert_eq!(got.root, o.root);
+        assert_eq!(got.images, o.images);
+        assert_eq!((got.config, got.repos), (o.config.clone(), o.repos.clone()));
+        assert_eq!((got.namespace, got.instance_image_tag), (o.namespace.clone(), o.instance_image_tag.clone()));
+        assert_eq!((got.timeout, got.cpus, got.memory, got.disk, got.pids), (o.timeout, o.cpus, o.memory, o.disk, 512));
+        assert!(got.network_host && !got.caches);
+        assert_eq!(got.per_test, o.per_test);
+        // The shell reads the quoted command back as the same words.
+        let command = redo.command(&ids);
+        let words =
+            std::process::Command::new("sh").args(["-c", &format!("printf '%s\\0' {command}")]).output().expect("sh");
+        let words: Vec<String> =
+            String::from_utf8(words.stdout).unwrap().split_terminator('\0').map(String::from).collect();
+        assert_eq!(words, argv, "{command}");
+        // Every option at its default: the dataset and the instances alone (with the store,
+        // when polysandbox's own --root or $POLYSANDBOX_ROOT named one).
+        let plain = crate::eval::Options {
+            root: Some("/s".into()),
+            ..crate::eval::Options::new(PathBuf::from("/d"), "gold", "/o".into(), "".into())
+        };
+        assert_eq!(
+            crate::eval::report::Recalibrate::of(&plain).command(&ids[..1]),
+            "polysandbox calibrate /d --root /s --instance java/hangman"
+        );
+        // Per-test measurement off.
+        let mut off = plain.clone();
+        off.per_test.on = false;
+        let argv = crate::eval::report::Recalibrate::of(&off).argv(&ids[..1]);
+        let cli = Cli::try_parse_from(argv.clone()).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+        let Command::Calibrate(a) = cli.command else { panic!() };
+        assert!(!a.common.options("/d".into(), "gold", "/o".into()).unwrap().per_test.on);
+    }
+}

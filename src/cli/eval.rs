@@ -38,10 +38,13 @@ Exit status (for CI; --fail-under to pass on a rate instead of every instance):
        timeout, oom), or accuracy_score under RATE
     2  the command line cannot be parsed (clap's message)
     3  infrastructure errors remain (`error` after --retries, listed in rerun_ids): the score
-       is incomplete; rerun them with --resume
+       is incomplete; rerun them with --resume. Or nothing was scored (every instance left
+       out by the calibration, say), whatever --fail-under says
   125  eval could not start (bad input, nothing run or written)
   130  interrupted (rerun with --resume)
-  Instances the calibration leaves out (gold fails here) are not scored and change nothing.";
+  Instances the calibration leaves out (gold fails here) are not scored; the summary,
+  report.json (excluded_by_cause) and the Markdown summary say why, per cause, with the
+  `polysandbox calibrate DATASET --instance ID...` that calibrates them again.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -425,10 +428,11 @@ pub fn main(a: EvalArgs) -> i32 {
 
 /// The summary on stdout, in `--format`.
 fn print_report(o: &Options, results: &[InstanceResult], wall: std::time::Duration, label: &str) {
+    let redo = report::Recalibrate::of(o);
     match o.format {
-        ReportFormat::Table => print!("{}", report::table(results, wall, label)),
+        ReportFormat::Table => print!("{}", report::table(results, wall, label, &redo)),
         ReportFormat::Json => {
-            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions)).unwrap())
+            out!("{}", serde_json::to_string_pretty(&report::summary(results, wall, &o.predictions, &redo)).unwrap())
         }
         // As written in --output (its timestamp, its logs' tails).
         ReportFormat::Junit => {
@@ -484,14 +488,18 @@ pub(super) fn parse_rate(s: &str) -> Result<f64, String> {
 }
 
 /// The exit status of a finished (not interrupted) run, and why when not 0: infrastructure
-/// errors first (the score is incomplete), then the score against every scored instance or
-/// `fail_under`.
+/// errors first (the score is incomplete), then a run that scored nothing (every instance left
+/// out by the calibration, say: no score at all, whatever `fail_under` says), then the score
+/// against every scored instance or `fail_under`.
 pub(super) fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -> (i32, String) {
     let scored: Vec<&InstanceResult> = results.iter().filter(|r| r.scored()).collect();
     let errors = scored.iter().filter(|r| r.verdict == eval::Verdict::Error).count();
     let resolved = scored.iter().filter(|r| r.verdict == eval::Verdict::Resolved).count();
     if errors > 0 {
         return (INFRASTRUCTURE, format!("{errors} infrastructure error{} (rerun_ids in report.json)", plural(errors)));
+    }
+    if scored.is_empty() {
+        return (INFRASTRUCTURE, nothing_scored(results));
     }
     let rate = if scored.is_empty() { 0.0 } else { resolved as f64 / scored.len() as f64 };
     match fail_under {
@@ -505,6 +513,30 @@ pub(super) fn exit_status(results: &[InstanceResult], fail_under: Option<f64>) -
         }
         None => (0, String::new()),
     }
+}
+
+/// Why a run scored nothing: the instances the calibration left out, per cause, and those not
+/// run.
+fn nothing_scored(results: &[InstanceResult]) -> String {
+    let by = report::excluded_by_cause(results);
+    let excluded: usize = by.iter().map(|e| e.ids.len()).sum();
+    let mut parts = vec![];
+    if excluded > 0 {
+        let causes: Vec<String> = by.iter().map(|e| format!("{}: {}", e.cause, e.ids.len())).collect();
+        parts.push(format!(
+            "{excluded} instance{} left out by the calibration ({}; the commands that calibrate them again: excluded_by_cause in report.json)",
+            plural(excluded),
+            causes.join(", ")
+        ));
+    }
+    let interrupted = results.iter().filter(|r| r.verdict == eval::Verdict::Interrupted).count();
+    if interrupted > 0 {
+        parts.push(format!("{interrupted} interrupted (rerun with --resume)"));
+    }
+    if results.is_empty() {
+        parts.push("no instance in the run".into());
+    }
+    format!("nothing was scored: {}", parts.join("; "))
 }
 
 fn plural(n: usize) -> &'static str {
@@ -536,7 +568,8 @@ mod tests {
         use Verdict::*;
         let all = |vs: &[Verdict]| vs.iter().enumerate().map(|(i, v)| result(&i.to_string(), *v)).collect::<Vec<_>>();
         assert_eq!(exit_status(&all(&[Resolved, Resolved]), None).0, 0);
-        assert_eq!(exit_status(&all(&[]), None).0, 0);
+        // Nothing at all: nothing was graded, which is no success.
+        assert_eq!(exit_status(&all(&[]), None).0, INFRASTRUCTURE);
         for v in [Unresolved, EmptyPatch, PatchFailed, Timeout, Oom] {
             assert_eq!(exit_status(&all(&[Resolved, v]), None).0, 1, "{v}");
         }
@@ -553,6 +586,42 @@ mod tests {
         let (code, why) = exit_status(&half, Some(0.6));
         assert_eq!(code, 1);
         assert!(why.contains("0.5000 is under --fail-under 0.6"), "{why}");
+    }
+
+    /// Every instance left out by the calibration: `resolved 0 of 0` is no success for a CI
+    /// step or a Slurm task, whatever --fail-under says; the line says what was left out, per
+    /// cause.
+    #[test]
+    fn nothing_scored_is_not_success() {
+        let excluded = |id: &str, cause: &str| {
+            let mut r = result(id, Verdict::Error);
+            r.reason = Some(format!("gold fails here: {cause}"));
+            r.excluded = true;
+            r
+        };
+        let all = vec![
+            excluded("java/hangman", "missing dependency: H.java:1: error: package io.reactivex does not exist"),
+            excluded("java/other", "missing dependency: O.java:3: error: package x does not exist"),
+            excluded("rust/net", "network needed (sandboxes have none): could not resolve crates.io"),
+        ];
+        for fail_under in [None, Some(0.0), Some(1.0)] {
+            let (code, why) = exit_status(&all, fail_under);
+            assert_eq!(code, INFRASTRUCTURE, "{fail_under:?}: {why}");
+            assert!(
+                why.starts_with(
+                    "nothing was scored: 3 instances left out by the calibration (missing dependency: 2, network needed (sandboxes have none): 1; "
+                ),
+                "{why}"
+            );
+            assert!(why.contains("excluded_by_cause in report.json"), "{why}");
+            assert_eq!(why.lines().count(), 1, "{why}");
+        }
+        // One scored instance is a score: its verdict decides, as before.
+        let mut one = all.clone();
+        one.push(result("go/ok", Verdict::Resolved));
+        assert_eq!(exit_status(&one, None), (0, String::new()));
+        let (code, why) = exit_status(&all[..0], Some(0.0));
+        assert_eq!((code, why.as_str()), (INFRASTRUCTURE, "nothing was scored: no instance in the run"));
     }
 
     #[test]

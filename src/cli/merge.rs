@@ -21,7 +21,8 @@ Refused, with one line and nothing written: OUT that exists and is not empty; a 
   shards' dataset and predictions must still be where they ran (the harnesses' reports are
   made from them).
 Written to a directory beside OUT, then renamed to OUT: a failure leaves nothing.
-Exit status: as eval's over the merged results (0, 1, 3; --fail-under RATE), 125 when refused.";
+Exit status: as eval's over the merged results (0, 1, 3; --fail-under RATE; 3 too when nothing
+  was scored), 125 when refused.";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -45,10 +46,13 @@ pub fn main(a: MergeArgs) -> i32 {
         Err(e) => return super::error(e),
     };
     let p = &m.settings.predictions;
+    let redo = eval::report::Recalibrate::of(&m.settings.options(&a.out));
     match a.format.as_str() {
-        "json" => out!("{}", serde_json::to_string_pretty(&eval::report::summary(&m.results, m.wall, p)).unwrap()),
+        "json" => {
+            out!("{}", serde_json::to_string_pretty(&eval::report::summary(&m.results, m.wall, p, &redo)).unwrap())
+        }
         "junit" => print!("{}", eval::report::junit(&m.results, &a.out)),
-        _ => print!("{}", eval::report::table(&m.results, m.wall, p)),
+        _ => print!("{}", eval::report::table(&m.results, m.wall, p, &redo)),
     }
     eprintln!(
         "polysandbox: {} shards merged into {}/ (results.jsonl, report.json, junit.xml, report.html, logs/)",

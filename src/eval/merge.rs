@@ -305,14 +305,7 @@ fn write(
     let wall = Duration::from_secs_f64(wall);
     let o = settings.options(tmp);
     // (The merged run's Markdown summary goes to $GITHUB_STEP_SUMMARY when that is set.)
-    let out = report::Outputs {
-        wall,
-        predictions: o.predictions.clone(),
-        label: o.label.clone(),
-        interrupted: None,
-        summary_md: None,
-        step_summary: true,
-    };
+    let out = report::Outputs { summary_md: None, step_summary: true, ..report::Outputs::of(&o, wall) };
     report::write_all(&o, preds, insts, &results, &out)?;
     Ok(Merged { results, settings, wall })
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// What a run's report files say beyond its results, and where its Markdown summary goes.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Outputs {
     /// The run's wall time.
     pub wall: Duration,
@@ -27,6 +27,153 @@ pub struct Outputs {
     pub summary_md: Option<PathBuf>,
     /// The Markdown summary appended to `$GITHUB_STEP_SUMMARY` too, when that is set.
     pub step_summary: bool,
+    /// The command that calibrates again the instances the calibration left out.
+    pub recalibrate: Recalibrate,
+}
+
+impl Outputs {
+    /// A finished run's, as `o` asks for them: its Markdown summary where `o` says.
+    pub fn of(o: &super::Options, wall: Duration) -> Outputs {
+        Outputs {
+            wall,
+            predictions: o.predictions.clone(),
+            label: o.label.clone(),
+            interrupted: None,
+            summary_md: o.summary_md.clone(),
+            step_summary: o.step_summary,
+            recalibrate: Recalibrate::of(o),
+        }
+    }
+}
+
+/// `polysandbox calibrate` as this run calibrates: its dataset (absolute) and the options of
+/// the run that gold's runs depend on or that say where the calibration is kept (the store,
+/// the images, the limits, the network, per-test measurement, the caches); the instances'
+/// `--instance` follows ([`Recalibrate::argv`]). The reports give it for the instances the
+/// calibration left out, per cause, so that they can be calibrated again once the cause is
+/// mended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recalibrate(Vec<String>);
+
+impl Recalibrate {
+    pub fn of(o: &super::Options) -> Recalibrate {
+        let path = |p: &Path| p.to_string_lossy().into_owned();
+        let mut a = vec!["polysandbox".to_string(), "calibrate".into(), path(&o.dataset)];
+        let mut opt = |k: &str, v: String| a.extend([k.to_string(), v]);
+        // The store the run used: its --root, else polysandbox's own --root or
+        // $POLYSANDBOX_ROOT (which that sets), where the calibration is kept beside it.
+        let root = o.root.clone().or_else(|| std::env::var_os("POLYSANDBOX_ROOT").map(PathBuf::from));
+        if let Some(r) = root {
+            opt("--root", path(&std::path::absolute(&r).unwrap_or(r)));
+        }
+        for i in &o.images {
+            opt("--image", i.clone());
+        }
+        if let Some(c) = &o.config {
+            opt("--config", path(c));
+        }
+        if let Some(r) = &o.repos {
+            opt("--repos", path(r));
+        }
+        if let Some(n) = &o.namespace {
+            opt("--namespace", n.clone());
+        }
+        if let Some(t) = &o.instance_image_tag {
+            opt("--instance-image-tag", t.clone());
+        }
+        let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+        if let Some(t) = o.timeout {
+            opt("--timeout", ms(t));
+        }
+        if let Some(c) = o.cpus {
+            opt("--cpus", c.to_string());
+        }
+        if let Some(m) = o.memory {
+            opt("--memory", m.to_string());
+        }
+        if let Some(d) = o.disk {
+            opt("--disk", d.to_string());
+        }
+        if o.pids != super::options::DEFAULT_PIDS {
+            opt("--pids", o.pids.to_string());
+        }
+        if o.network_host {
+            opt("--network", "host".into());
+        }
+        if !o.per_test.on {
+            opt("--per-test", "off".into());
+        }
+        if let Some(t) = o.per_test.timeout {
+            opt("--test-timeout", ms(t));
+        }
+        if let Some(m) = o.per_test.memory {
+            opt("--test-memory", m.to_string());
+        }
+        if let Some(t) = o.per_test.cpu_time {
+            opt("--test-cpu-time", ms(t));
+        }
+        if !o.caches {
+            opt("--caches", "off".into());
+        }
+        Recalibrate(a)
+    }
+
+    /// The command's words for these instances (an id that looks like an option is given as
+    /// `--instance=ID`, which clap takes as a value whatever it begins with).
+    pub fn argv(&self, ids: &[String]) -> Vec<String> {
+        let mut a = self.0.clone();
+        let (plain, dashed): (Vec<&String>, Vec<&String>) = ids.iter().partition(|i| !i.starts_with('-'));
+        if !plain.is_empty() {
+            a.push("--instance".into());
+            a.extend(plain.into_iter().cloned());
+        }
+        a.extend(dashed.into_iter().map(|i| format!("--instance={i}")));
+        a
+    }
+
+    /// The same as a POSIX shell reads it back.
+    pub fn command(&self, ids: &[String]) -> String {
+        self.argv(ids).iter().map(|a| shell_quote(a)).collect::<Vec<_>>().join(" ")
+    }
+}
+
+/// The instances the calibration left out for one cause.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Excluded {
+    /// The kind of cause their reasons name (see [`exclusion_cause`]).
+    pub cause: String,
+    pub ids: Vec<String>,
+}
+
+/// The longest cause the reports group by (a cause that names no kind is its whole text).
+const CAUSE_CHARS: usize = 100;
+
+/// What the calibration left an instance out for, as the reports group them: the kind its
+/// reason names ("gold fails here: KIND: detail" gives KIND), else its whole cause, one line of
+/// at most [`CAUSE_CHARS`], with nothing a terminal would act on (it is gold's output's).
+pub fn exclusion_cause(r: &InstanceResult) -> String {
+    let reason = r.reason.as_deref().unwrap_or("");
+    let cause = reason.strip_prefix("gold fails here:").unwrap_or(reason).trim_start();
+    let kind = cause.split_once(": ").map_or(cause, |(k, _)| k);
+    match super::result::terminal_safe(&md_line(kind, CAUSE_CHARS)) {
+        k if k.is_empty() => "no cause recorded".into(),
+        k => k,
+    }
+}
+
+/// The instances the calibration left out, per cause: the commonest cause first, each cause's
+/// ids in the results' order.
+pub fn excluded_by_cause(results: &[InstanceResult]) -> Vec<Excluded> {
+    let mut by: Vec<Excluded> = Vec::new();
+    for r in results.iter().filter(|r| r.excluded) {
+        let cause = exclusion_cause(r);
+        match by.iter_mut().find(|e| e.cause == cause) {
+            Some(e) => e.ids.push(r.instance_id.clone()),
+            None => by.push(Excluded { cause, ids: vec![r.instance_id.clone()] }),
+        }
+    }
+    by.sort_by(|a, b| b.ids.len().cmp(&a.ids.len()).then_with(|| a.cause.cmp(&b.cause)));
+    by
 }
 
 /// Writes a run's reports into `dir` (its output directory, which holds `logs/`): report.json
@@ -39,14 +186,14 @@ pub fn write_outputs(dir: &Path, results: &[InstanceResult], out: &Outputs) -> R
     // Each a new file put in place by rename: never through a link at its name (or at a
     // temporary name beside it) another user planted.
     let write = |name: &str, text: String| crate::sys::beneath::write_new(&dir.join(name), text.as_bytes(), 0o644);
-    let summary = summary(results, out.wall, &out.predictions);
+    let summary = summary(results, out.wall, &out.predictions, &out.recalibrate);
     write("report.json", serde_json::to_string_pretty(&summary).unwrap() + "\n")?;
     write("junit.xml", junit(results, dir))?;
     write("report.html", super::report_html::html(results, &summary, dir))?;
     let step = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|v| out.step_summary && !v.is_empty());
     if out.summary_md.is_some() || step.is_some() {
         let label = if out.label.is_empty() { &out.predictions } else { &out.label };
-        let text = markdown(results, out.wall, label, out.interrupted.as_deref(), dir);
+        let text = markdown(results, out.wall, label, out.interrupted.as_deref(), dir, &out.recalibrate);
         if let Some(f) = &out.summary_md {
             crate::sys::beneath::write_new(f, text.as_bytes(), 0o644).map_err(|e| format!("--summary-md {e}"))?;
         }
@@ -129,8 +276,9 @@ fn counts(results: &[InstanceResult]) -> Map<String, Value> {
 }
 
 /// report.json: `predictions` names what was graded (gold, stub, or the predictions' path),
-/// so that a run of the reference solutions is never read as a model's.
-pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) -> Value {
+/// so that a run of the reference solutions is never read as a model's; `recalibrate` the
+/// command that calibrates again what the calibration left out (`excluded_by_cause`).
+pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str, recalibrate: &Recalibrate) -> Value {
     let ran = |r: &InstanceResult| {
         !matches!(r.verdict, Verdict::Error | Verdict::EmptyPatch | Verdict::NoPrediction | Verdict::Interrupted)
     };
@@ -181,6 +329,16 @@ pub fn summary(results: &[InstanceResult], wall: Duration, predictions: &str) ->
     // What the score is over, and what to run again.
     m.insert("admitted".into(), json!(results.iter().filter(|r| r.scored()).count()));
     m.insert("excluded_ids".into(), json!(ids(results, |r| r.excluded)));
+    // Why, per cause, and the command that calibrates them again.
+    m.insert(
+        "excluded_by_cause".into(),
+        Value::Array(
+            excluded_by_cause(results)
+                .into_iter()
+                .map(|e| json!({"cause": e.cause, "count": e.ids.len(), "command": recalibrate.command(&e.ids), "ids": e.ids}))
+                .collect(),
+        ),
+    );
     m.insert("rerun_ids".into(), json!(ids(results, |r| r.scored() && r.verdict == Verdict::Error)));
     m.insert(
         "resolved_rate".into(),
@@ -702,14 +860,44 @@ pub fn test_junit(name: &str, runner: &str, tests: &[&crate::eval::parsers::Test
 }
 
 /// Per-language counts and resources, then the totals, naming what was graded (`predictions`:
-/// "gold (...)" for the reference solutions).
-pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
+/// "gold (...)" for the reference solutions), and what the calibration left out, per cause,
+/// with the command that calibrates it again (`recalibrate`).
+pub fn table(results: &[InstanceResult], wall: Duration, predictions: &str, recalibrate: &Recalibrate) -> String {
     // Test names are the code under test's to choose: nothing in them reaches the terminal as
     // an escape sequence.
-    super::result::terminal_safe(&table_text(results, wall, predictions))
+    super::result::terminal_safe(&table_text(results, wall, predictions, recalibrate))
 }
 
-fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> String {
+/// How many ids of a cause the table and the Markdown summary show (and give to the command
+/// they show): report.json has them all.
+const SHOWN_IDS: usize = 10;
+
+/// A cause's ids as the table and the Markdown summary show them: the first [`SHOWN_IDS`], each
+/// through `show`, and how many more there are.
+fn shown_ids(ids: &[String], show: impl Fn(&str) -> String) -> String {
+    let mut s = ids.iter().take(SHOWN_IDS).map(|i| show(i)).collect::<Vec<_>>().join(", ");
+    if ids.len() > SHOWN_IDS {
+        s += &format!(" and {} more", ids.len() - SHOWN_IDS);
+    }
+    s
+}
+
+/// What the command shown for a cause covers, when not every id: the rest are in report.json.
+fn command_covers(ids: &[String]) -> String {
+    if ids.len() > SHOWN_IDS {
+        format!(" (the first {SHOWN_IDS} of {}; for all of them: excluded_by_cause in report.json)", ids.len())
+    } else {
+        String::new()
+    }
+}
+
+/// A command shown on one line: a control character (a line break in an id, say) as `?`, as
+/// nothing a reader can mistake for a line of its own; report.json has it as it is.
+fn one_line(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
+fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str, recalibrate: &Recalibrate) -> String {
     let mut by_lang: BTreeMap<&str, Vec<&InstanceResult>> = BTreeMap::new();
     for r in results {
         by_lang.entry(&r.language).or_default().push(r);
@@ -772,7 +960,16 @@ fn table_text(results: &[InstanceResult], wall: Duration, predictions: &str) -> 
         );
     }
     if excluded > 0 {
-        t += &format!("{excluded} left out of the score: the calibration found gold failing there\n");
+        t += &format!("{excluded} left out of the score: the calibration found gold failing there; per cause:\n");
+        for e in excluded_by_cause(results) {
+            let shown: Vec<String> = e.ids.iter().take(SHOWN_IDS).cloned().collect();
+            t += &format!("  {}: {} ({})\n", e.cause, e.ids.len(), shown_ids(&e.ids, super::result::clean));
+            t += &format!(
+                "    calibrate them again{}: {}\n",
+                command_covers(&e.ids),
+                one_line(&recalibrate.command(&shown))
+            );
+        }
     }
     if results.iter().any(|r| r.controls.as_deref().is_some_and(|c| c.contains("uncalibrated"))) {
         t += "uncalibrated: graded without a calibration (weaker controls; tests gold passes not pinned by name)\n";
@@ -859,6 +1056,7 @@ pub fn markdown(
     predictions: &str,
     interrupted: Option<&str>,
     output: &Path,
+    recalibrate: &Recalibrate,
 ) -> String {
     let resolved = results.iter().filter(|r| r.verdict == Verdict::Resolved).count();
     let scored = results.iter().filter(|r| r.scored()).count();
@@ -922,6 +1120,7 @@ pub fn markdown(
             m += &format!("\n…and {} more: see `results.jsonl`.\n", failed.len() - MD_ROWS);
         }
     }
+    m += &markdown_excluded(results, recalibrate);
     // The heaviest instances.
     let ran: Vec<&InstanceResult> = results.iter().filter(|r| r.attempts > 0 && r.wall_s > 0.0).collect();
     let heaviest = |title: &str, key: &dyn Fn(&InstanceResult) -> f64| {
@@ -947,6 +1146,40 @@ pub fn markdown(
         m += &heaviest("Most memory", &|r| r.memory_peak_bytes as f64);
     }
     m += "\nPer instance: `results.jsonl`; per test: `junit.xml`; charts: `report.html`; logs: `logs/`.\n";
+    m
+}
+
+/// The Markdown summary's section on what the calibration left out: per cause, how many, which
+/// (the first few), and the command that calibrates them again, in a code block.
+fn markdown_excluded(results: &[InstanceResult], recalibrate: &Recalibrate) -> String {
+    let by = excluded_by_cause(results);
+    if by.is_empty() {
+        return String::new();
+    }
+    let n: usize = by.iter().map(|e| e.ids.len()).sum();
+    let mut m = format!(
+        "\n### Left out of the score ({n})\n\nThe calibration found gold, the reference solution, failing on {} here: not scored. Per cause, the command that calibrates them again:\n",
+        if n == 1 { "this instance" } else { "these instances" }
+    );
+    for e in by {
+        let shown: Vec<String> = e.ids.iter().take(SHOWN_IDS).cloned().collect();
+        let command = one_line(&recalibrate.command(&shown));
+        // A fence no run of backticks in the command can close.
+        let mut longest = 0;
+        let mut run = 0;
+        for c in command.chars() {
+            run = if c == '`' { run + 1 } else { 0 };
+            longest = longest.max(run);
+        }
+        let fence = "`".repeat((longest + 1).max(3));
+        m += &format!(
+            "\n{}: {} ({}){}\n\n{fence}sh\n{command}\n{fence}\n",
+            md_code(&e.cause, CAUSE_CHARS + 1),
+            e.ids.len(),
+            shown_ids(&e.ids, |i| md_code(i, 200)),
+            command_covers(&e.ids),
+        );
+    }
     m
 }
 
@@ -997,6 +1230,13 @@ mod tests {
         r
     }
 
+    /// The command that calibrates again, for a run of /data with every option at its default.
+    fn redo() -> Recalibrate {
+        let mut o = crate::eval::Options::new("/data".into(), "gold", "/out".into(), "".into());
+        o.root = Some("/store".into());
+        Recalibrate::of(&o)
+    }
+
     #[test]
     fn percentiles_are_nearest_rank_with_max_and_sum() {
         assert_eq!(percentiles(vec![]), Value::Null);
@@ -1022,7 +1262,7 @@ mod tests {
             result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
-        let s = summary(&rs, Duration::from_secs(2), "gold");
+        let s = summary(&rs, Duration::from_secs(2), "gold", &redo());
         assert_eq!(s["predictions"], json!("gold"), "what was graded is named");
         // Scored: a, b, c, d, n (x excluded by the calibration, i interrupted).
         assert_eq!(s["admitted"], json!(5));
@@ -1052,7 +1292,7 @@ mod tests {
         (a.wall_s, a.cpu_s, a.memory_peak_bytes) = (2.0, 1.5, 1 << 20);
         let mut never_ran = result("b", "python", Verdict::EmptyPatch);
         (never_ran.attempts, never_ran.wall_s) = (0, 0.0);
-        let s = summary(&[a, never_ran], Duration::ZERO, "gold");
+        let s = summary(&[a, never_ran], Duration::ZERO, "gold", &redo());
         assert_eq!(s["resources"]["wall_s"]["sum"], json!(2.0));
         assert_eq!(s["resources"]["cpu_s"]["max"], json!(1.5));
         assert_eq!(s["resources"]["memory_peak_bytes"]["p50"], json!(1048576.0));
@@ -1151,12 +1391,12 @@ mod tests {
         let name = "zz \x1b]52;c;cHduZWQ=\x07\x1b[2K\r\u{9b}1Aresolved 1 of 1 \u{202e}evlos";
         r.tests =
             vec![TestResult { name: name.into(), status: Status::Passed, duration_s: Some(9.0), usage: Some(usage) }];
-        let t = table(&[r.clone()], Duration::from_secs(1), "gold");
+        let t = table(&[r.clone()], Duration::from_secs(1), "gold", &redo());
         assert!(t.contains("zz ?]52;c;cHduZWQ=??[2K??1Aresolved 1 of 1 ?evlos"), "{t}");
         assert!(!t.chars().any(|c| c.is_control() && c != '\n'), "{t:?}");
         // Nor a line of its own: a line break in a name draws no forged summary line.
         r.tests[0].name = "zz\nresolved 9 of 9 (100.0%)".into();
-        let t = table(&[r], Duration::from_secs(1), "gold");
+        let t = table(&[r], Duration::from_secs(1), "gold", &redo());
         assert!(!t.lines().any(|l| l.starts_with("resolved 9")), "{t}");
     }
 
@@ -1175,8 +1415,14 @@ mod tests {
         bad.memory_peak_bytes = 300 << 20;
         let mut ok = result("python/ok", "python", Verdict::Resolved);
         ok.wall_s = 9.0;
-        let m =
-            markdown(&[bad, ok], Duration::from_secs(10), "gold", Some("1 of 3 instances not run"), Path::new("/none"));
+        let m = markdown(
+            &[bad, ok],
+            Duration::from_secs(10),
+            "gold",
+            Some("1 of 3 instances not run"),
+            Path::new("/none"),
+            &redo(),
+        );
         assert!(m.starts_with("## polysandbox eval: 1 of 2 resolved (50.0%)\n"), "{m}");
         assert!(m.contains("> **Interrupted**: 1 of 3 instances not run\n"), "{m}");
         assert!(m.contains("Predictions: gold. 2 instances in 10.0 s.\n"), "{m}");
@@ -1198,7 +1444,7 @@ mod tests {
                     [full log](https://evil.example/log) <img src=x> &lt; www.evil.example `code` ``x`` ~~s~~ _e_ \
                     user@evil.example @someone #123 :tada: a | b twice";
         bad.reason = Some(evil.into());
-        let m = markdown(&[bad], Duration::from_secs(1), "p.jsonl", None, Path::new("/none"));
+        let m = markdown(&[bad], Duration::from_secs(1), "p.jsonl", None, Path::new("/none"), &redo());
         let row = m.lines().find(|l| l.contains("pixel")).unwrap_or_else(|| panic!("{m}"));
         // The reason is one code span (nothing in it is markup, on GitHub neither), which no
         // backtick of its own can close, and no pipe of its own ends the cell.
@@ -1242,7 +1488,7 @@ mod tests {
         same.tests = vec![t("TestA", Some(1.02), Some(0.9))];
         same.vs_gold = Some(VsGold { cpu: Some(1.02), memory: Some(0.9), wall: None, tests: 1, ..Default::default() });
         let rs = vec![same, slow, result("plain", "go", Verdict::Resolved)];
-        let s = summary(&rs, Duration::ZERO, "gold");
+        let s = summary(&rs, Duration::ZERO, "gold", &redo());
         let v = &s["vs_gold"];
         assert_eq!(v["tests"]["compared"], json!(3), "{v}");
         assert_eq!(v["tests"]["cpu"]["max"], json!(21.3), "{v}");
@@ -1258,13 +1504,13 @@ mod tests {
         assert!(x.contains("<property name=\"test_burn: cpu_vs_gold\" value=\"21.300\"/>"), "{x}");
         assert!(x.contains("<property name=\"cpu_vs_gold\" value=\"20.000\"/>"), "{x}");
         assert!(x.contains("<property name=\"test_idle: memory_peak_bytes\" value=\"1\"/>"), "{x}");
-        let t = table(&rs, Duration::ZERO, "gold");
+        let t = table(&rs, Duration::ZERO, "gold", &redo());
         assert!(t.contains("vs gold: median CPU 20.00x, slowest python/slow 20.00x; median memory 1.10x, largest python/slow 1.10x\n"), "{t}");
         assert!(t.contains("  largest CPU vs gold: python/slow test_burn (21.30x), go/same TestA (1.02x)\n"), "{t}");
         // None compared: no line, and nulls in report.json.
         let plain = [result("plain", "go", Verdict::Resolved)];
-        assert!(!table(&plain, Duration::ZERO, "gold").contains("vs gold"));
-        assert_eq!(summary(&plain, Duration::ZERO, "gold")["vs_gold"]["tests"]["cpu"], Value::Null);
+        assert!(!table(&plain, Duration::ZERO, "gold", &redo()).contains("vs gold"));
+        assert_eq!(summary(&plain, Duration::ZERO, "gold", &redo())["vs_gold"]["tests"]["cpu"], Value::Null);
     }
 
     #[test]
@@ -1277,7 +1523,7 @@ mod tests {
             result("n", "go", Verdict::NoPrediction),
             excluded,
         ];
-        let t = table(&rs, Duration::from_secs(3), "gold");
+        let t = table(&rs, Duration::from_secs(3), "gold", &redo());
         assert!(t.contains("resolved 1 of 3 (33.3%), 3.0 s wall; predictions: gold\n"), "{t}");
         assert!(t.contains("1 error (counted as not resolved; rerun it with --resume)"), "{t}");
         assert!(t.contains("1 left out of the score"), "{t}");
@@ -1287,6 +1533,89 @@ mod tests {
             go.split_whitespace().take(10).collect::<Vec<_>>(),
             ["go", "4", "1", "1", "0", "1", "0", "0", "0", "1"]
         );
+    }
+
+    /// What the calibration left out is said per cause (the kind its reason names, or the
+    /// whole cause capped where it names none), with how many, which, and the command that
+    /// calibrates them again: every id in report.json, the first few in the table and the
+    /// Markdown summary.
+    #[test]
+    fn exclusions_are_said_per_cause_with_the_command_that_redoes_them() {
+        let excluded = |id: &str, reason: &str| {
+            let mut r = result(id, "java", Verdict::Error);
+            r.reason = Some(reason.into());
+            r.excluded = true;
+            r
+        };
+        let long = "gold times out after 3000ms while the tests were still running ".repeat(5);
+        let mut rs = vec![
+            result("a", "go", Verdict::Resolved),
+            excluded(
+                "java/hangman",
+                "gold fails here: missing dependency: H.java:1: error: package io.reactivex does not exist",
+            ),
+            excluded("rust/net", "gold fails here: network needed (sandboxes have none): could not resolve crates.io"),
+            excluded("java/x```y", "gold fails here: missing dependency: X.java:2: error: package a.b does not exist"),
+            excluded("go/slow", &format!("gold fails here: {long}")),
+            excluded("go/none", "gold fails here: "),
+        ];
+        let many: Vec<String> = (0..12).map(|i| format!("py/{i:02}")).collect();
+        for id in &many {
+            rs.push(excluded(id, "gold fails here: gold fails its tests: test_x failed\nsecond line"));
+        }
+        let by = excluded_by_cause(&rs);
+        let causes: Vec<(&str, usize)> = by.iter().map(|e| (e.cause.as_str(), e.ids.len())).collect();
+        let capped = md_line(&long, CAUSE_CHARS);
+        assert_eq!(
+            causes,
+            [
+                ("gold fails its tests", 12),
+                ("missing dependency", 2),
+                (capped.as_str(), 1),
+                ("network needed (sandboxes have none)", 1),
+                ("no cause recorded", 1)
+            ]
+        );
+        assert!(capped.chars().count() == CAUSE_CHARS && capped.ends_with('…'), "{capped}");
+
+        // report.json: every id of each cause, and the command for them all.
+        let s = summary(&rs, Duration::ZERO, "gold", &redo());
+        assert_eq!(s["excluded_ids"].as_array().unwrap().len(), 17, "{s}");
+        let e = &s["excluded_by_cause"];
+        assert_eq!(e[0]["cause"], json!("gold fails its tests"));
+        assert_eq!(e[0]["count"], json!(12));
+        assert_eq!(e[0]["ids"], json!(many));
+        assert_eq!(
+            e[0]["command"],
+            json!(format!("polysandbox calibrate /data --root /store --instance {}", many.join(" ")))
+        );
+        assert_eq!(e[1]["ids"], json!(["java/hangman", "java/x```y"]));
+        assert_eq!(
+            e[1]["command"],
+            json!("polysandbox calibrate /data --root /store --instance java/hangman 'java/x```y'")
+        );
+        assert_eq!(e.as_array().unwrap().len(), 5);
+        // None left out: an empty list.
+        assert_eq!(summary(&rs[..1], Duration::ZERO, "gold", &redo())["excluded_by_cause"], json!([]));
+
+        // The table: a line per cause, then its command; the first ten ids of a cause.
+        let t = table(&rs, Duration::ZERO, "gold", &redo());
+        assert!(t.contains("17 left out of the score: the calibration found gold failing there; per cause:\n"), "{t}");
+        assert!(t.contains("  missing dependency: 2 (java/hangman, java/x```y)\n    calibrate them again: polysandbox calibrate /data --root /store --instance java/hangman 'java/x```y'\n"), "{t}");
+        assert!(t.contains("  no cause recorded: 1 (go/none)\n"), "{t}");
+        let ten = many[..10].join(" ");
+        assert!(t.contains(&format!("  gold fails its tests: 12 ({} and 2 more)\n", many[..10].join(", "))), "{t}");
+        assert!(t.contains(&format!("    calibrate them again (the first 10 of 12; for all of them: excluded_by_cause in report.json): polysandbox calibrate /data --root /store --instance {ten}\n")), "{t}");
+        assert!(!t.contains("py/10"), "{t}");
+        assert!(!t.contains("second line"), "{t}");
+
+        // The Markdown summary: the same, each command in a code block no backtick closes.
+        let m = markdown(&rs, Duration::ZERO, "gold", None, Path::new("/none"), &redo());
+        let section = m.split("### Left out of the score (17)\n").nth(1).unwrap_or_else(|| panic!("{m}"));
+        assert!(section.contains("`missing dependency`: 2 (`java/hangman`, `java/x'''y`)\n\n````sh\npolysandbox calibrate /data --root /store --instance java/hangman 'java/x```y'\n````\n"), "{m}");
+        assert!(section.contains(&format!("`gold fails its tests`: 12 (`py/00`, `py/01`, `py/02`, `py/03`, `py/04`, `py/05`, `py/06`, `py/07`, `py/08`, `py/09` and 2 more) (the first 10 of 12; for all of them: excluded_by_cause in report.json)\n\n```sh\npolysandbox calibrate /data --root /store --instance {ten}\n```\n")), "{m}");
+        // Nothing left out: no section.
+        assert!(!markdown(&rs[..1], Duration::ZERO, "gold", None, Path::new("/none"), &redo()).contains("Left out"));
     }
 
     /// The reports (and settings.json) are written into an output directory another user may
@@ -1314,6 +1643,7 @@ mod tests {
             interrupted: None,
             summary_md: Some(dir.join("summary.md")),
             step_summary: false,
+            recalibrate: redo(),
         };
         let r = write_outputs(&dir, &[result("go/x", "go", Verdict::Resolved)], &out);
         let o = crate::eval::Options::new("data".into(), "gold", dir.clone(), "".into());

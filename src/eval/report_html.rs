@@ -323,8 +323,11 @@ mod tests {
         let mut r =
             InstanceResult::bare(&inst, "img", "key", Verdict::Unresolved, Some("<img src=x onerror=alert(1)>".into()));
         (r.attempts, r.wall_s, r.logs) = (1, 2.0, "logs/x".into());
+        let mut o = crate::eval::Options::new("/data".into(), "gold", "/out".into(), "".into());
+        o.root = Some("/store".into());
+        let redo = super::super::report::Recalibrate::of(&o);
         let summary =
-            super::super::report::summary(std::slice::from_ref(&r), std::time::Duration::from_secs(3), "gold");
+            super::super::report::summary(std::slice::from_ref(&r), std::time::Duration::from_secs(3), "gold", &redo);
         let dir = std::env::temp_dir().join(format!("polysandbox-html-test-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("logs/x")).unwrap();
         std::fs::write(dir.join("logs/x/test_output.txt"), "out").unwrap();

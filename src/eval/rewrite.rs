@@ -64,14 +64,7 @@ pub fn rewrite(o: &Options) -> Result<(Vec<InstanceResult>, Vec<String>), String
         .and_then(|_| std::fs::rename(&tmp, &path))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let mine: Vec<Instance> = results.iter().map(|r| insts[r.instance_id.as_str()].clone()).collect();
-    let out = report::Outputs {
-        wall: started.elapsed(),
-        predictions: o.predictions.clone(),
-        label: o.label.clone(),
-        interrupted: None,
-        summary_md: o.summary_md.clone(),
-        step_summary: o.step_summary,
-    };
+    let out = report::Outputs::of(o, started.elapsed());
     report::write_all(o, &preds, &mine, &results, &out)?;
     Ok((results, notes))
 }

@@ -674,12 +674,8 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     let interrupted = INTERRUPTED.load(Ordering::SeqCst);
     let wall = started.elapsed();
     let out = report::Outputs {
-        wall,
-        predictions: o.predictions.clone(),
-        label: o.label.clone(),
         interrupted: interrupted.then(|| report::not_run(total, done.len())),
-        summary_md: o.summary_md.clone(),
-        step_summary: o.step_summary,
+        ..report::Outputs::of(o, wall)
     };
     report::write_all(o, &preds, &selected_all, &done, &out)?;
     Ok((done, interrupted, wall))
