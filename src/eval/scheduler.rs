@@ -523,7 +523,11 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
-    let mut broken: HashMap<String, String> = HashMap::new();
+    // The host's health, checked before and after each sandbox eval starts (see Host).
+    let health = Host::new(o, progress);
+    // Images whose probe failed: why, and whether the host was short around it (a host fault:
+    // its instances are errors to rerun, as any run the host was short for).
+    let mut broken: HashMap<String, (String, bool)> = HashMap::new();
     let mut probed = HashSet::new();
     for j in &jobs {
         if matches!(j.pred, Prediction::Missing) || !probed.insert((j.image.clone(), j.runner.language.clone())) {
@@ -534,7 +538,14 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         } else {
             format!("probing the {} toolchain in {}", j.runner.language, j.image)
         });
+        let before = health.wait();
         if let Err(e) = probe(o, &j.image, &j.runner, j.memory) {
+            let short = if before.is_empty() { health.short() } else { before };
+            let e = if short.is_empty() {
+                (e, false)
+            } else {
+                (format!("{e} (the host was short of {} around the probe: rerun)", short.join(", ")), true)
+            };
             broken.insert(format!("{}\0{}", j.image, j.runner.language), e);
         }
     }
@@ -615,7 +626,6 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         let _ = tx.send(r);
     }
     let host = host_memory();
-    let health = Host::new(o, progress);
     std::thread::scope(|s| {
         for w in 0..o.jobs.max(1) {
             let (tx, queue, budget, children, broken) = (tx.clone(), &queue, &budget, &children, &broken);
@@ -627,15 +637,12 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                 let Some(job) = queue.lock().unwrap().pop_front() else { return };
                 let logs = o.output.join("logs").join(&job.dir);
                 let _ = std::fs::create_dir_all(&logs);
-                if let Some(e) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
+                if let Some((e, host_fault)) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
                     if !matches!(job.pred, Prediction::Missing) {
-                        let _ = tx.send(InstanceResult::bare(
-                            &job.inst,
-                            &job.image,
-                            &job.key,
-                            Verdict::Error,
-                            Some(e.clone()),
-                        ));
+                        let mut r =
+                            InstanceResult::bare(&job.inst, &job.image, &job.key, Verdict::Error, Some(e.clone()));
+                        r.host_fault = *host_fault;
+                        let _ = tx.send(r);
                         continue;
                     }
                 }
