@@ -234,11 +234,14 @@ pub(crate) fn host_short_around(r: &mut InstanceResult, before: &[String], after
     if r.host_fault || decided_without_a_run || (before.is_empty() && after.is_empty()) {
         return;
     }
+    let mut of: Vec<&str> = before.iter().map(String::as_str).collect();
+    of.extend(after.iter().map(String::as_str).filter(|a| !before.iter().any(|b| b == a)));
     let when = match (before.is_empty(), after.is_empty()) {
-        (false, false) => format!("before and after the run: {}", before.join(", ")),
-        (false, true) => format!("when the run started: {}", before.join(", ")),
-        _ => format!("after the run: {}", after.join(", ")),
+        (false, false) => "before and after the run",
+        (false, true) => "when the run started",
+        _ => "after the run",
     };
+    let when = format!("{when}: {}", of.join(", "));
     let was = match r.reason.as_deref() {
         Some(why) => format!("{}: {why}", r.verdict),
         None => r.verdict.to_string(),
