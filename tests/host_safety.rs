@@ -981,6 +981,10 @@ fn the_callers_terminal_is_relayed_not_handed_in() {
     }
 }
 
+/// The tests that make the host short of a budget it shares, one at a time: each would see the
+/// other's shortage in what it checks.
+static HOST_SHORT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Class: the host running short of a budget it shares while a run goes (another process took
 /// it: the file table, AIO events, ptys, processes, memory). What the run met then may be the
 /// host's doing: its record names the budget, and eval makes it an error to rerun. Tried with
@@ -992,6 +996,7 @@ fn a_run_during_which_the_host_ran_short_says_so() {
         skip("the host's AIO budget exhausted during a run", "fs.aio-max-nr needs root");
         return;
     }
+    let _alone = HOST_SHORT.lock().unwrap_or_else(|e| e.into_inner());
     let max = std::fs::read_to_string("/proc/sys/fs/aio-max-nr").unwrap();
     let mut ctx: libc::c_ulong = 0;
     // SAFETY: io_setup with a context for the kernel to fill; destroyed below.
@@ -1046,5 +1051,134 @@ fn a_reader_that_stops_reading_does_not_stop_the_timeout() {
         assert!(ended, "{m:?}: the sandbox ran on while its output waited for a reader");
         let s: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
         assert_eq!(s["status"], "timeout", "{m:?}: {s}");
+    }
+}
+
+/// The host's file table made short for as long as it lives, and put back however the test
+/// ends: a few shells hold about [`FileTableShort::HELD`] files open between them, and
+/// fs.file-max is lowered so that they and what the host has open are 97% of it. The watch
+/// and eval count 95% short; the 3% left (about 1500 files) is room for the host's other
+/// processes (root's are exempt from fs.file-max anyway), where lowering it to what is open
+/// would refuse them every file. The shells end when their stdin closes: with this process,
+/// whatever becomes of it.
+struct FileTableShort {
+    max: String,
+    holders: Vec<std::process::Child>,
+}
+
+impl FileTableShort {
+    const HELD: usize = 48_000;
+    /// Files per holder: under the hard RLIMIT_NOFILE of most hosts.
+    const EACH: usize = 16_000;
+
+    fn new() -> FileTableShort {
+        let max = std::fs::read_to_string("/proc/sys/fs/file-max").unwrap();
+        let mut short = FileTableShort { max, holders: Vec::new() };
+        let script = format!(
+            "ulimit -n $(ulimit -Hn); for ((i = 0; i < {}; i++)); do exec {{fd}}</dev/null || break; done; echo held; read -r _",
+            Self::EACH
+        );
+        for _ in 0..Self::HELD / Self::EACH {
+            let mut h = std::process::Command::new("bash")
+                .args(["-c", &script])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap();
+            let mut line = String::new();
+            std::io::BufRead::read_line(&mut std::io::BufReader::new(h.stdout.take().unwrap()), &mut line).unwrap();
+            assert_eq!(line.trim(), "held");
+            short.holders.push(h);
+        }
+        let nr = std::fs::read_to_string("/proc/sys/fs/file-nr").unwrap();
+        let used: f64 = nr.split_whitespace().next().unwrap().parse().unwrap();
+        let was: f64 = short.max.trim().parse().unwrap_or(f64::MAX);
+        let lowered = (used / 0.97).ceil().min(was) as u64;
+        std::fs::write("/proc/sys/fs/file-max", lowered.to_string()).unwrap();
+        short
+    }
+}
+
+impl Drop for FileTableShort {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/fs/file-max", self.max.trim());
+        for mut h in self.holders.drain(..) {
+            drop(h.stdin.take());
+            let _ = h.wait();
+        }
+    }
+}
+
+/// Class: a run graded while the host is short of a budget it shares. Correct solutions were
+/// `unresolved` while another process held the file table (rustc could not install its Ctrl-C
+/// handler, jest could not write its cache), and an `error` after the prediction was charged to
+/// it when the calibration said gold passes here. eval now checks the host's budgets before
+/// each attempt, waits while one is exhausted (within POLYSANDBOX_HOST_WAIT, saying so once),
+/// and checks again after: a run the host was short for is a host fault, an `error` retried
+/// and never arbitrated, whatever the runner printed (a correct prediction here, with a
+/// calibration saying gold passes); results.jsonl keeps no verdict of it, and `--resume` on a
+/// healthy host grades it. As root and as the unprivileged user (root lowers fs.file-max).
+#[test]
+fn a_run_the_host_was_short_for_is_an_error_never_a_verdict() {
+    use common::eval::{data, eval_env, polyglot, USER_STORE};
+    if !is_root() {
+        skip("eval while the host's file table is short", "fs.file-max needs root");
+        return;
+    }
+    let _alone = HOST_SHORT.lock().unwrap_or_else(|e| e.into_inner());
+    for m in modes() {
+        // A calibration made while the host is healthy: gold passes here.
+        let root = m.owned_dir("host-fault");
+        let cal = root.join("calibration.json");
+        let mut c = m.command();
+        c.args(["calibrate", &polyglot(), "-t", "python/sum-two", "-o"]).arg(root.join("cal"));
+        c.arg("--calibration").arg(&cal);
+        if m == Mode::User {
+            c.args(["--root", USER_STORE]);
+        }
+        let o = c.stdin(Stdio::null()).output().unwrap();
+        let c: Option<serde_json::Value> =
+            std::fs::read_to_string(&cal).ok().and_then(|t| serde_json::from_str(&t).ok());
+        if !c.is_some_and(|c| c["instances"]["python/sum-two"]["gold_passes"] == true) {
+            let last = stderr(&o).lines().last().unwrap_or("").to_string();
+            skip(
+                &format!("{m:?}: eval while the host's file table is short"),
+                &format!("gold does not pass here: {last}"),
+            );
+            continue;
+        }
+        let good = data().join("predictions/good-patch.jsonl").display().to_string();
+        let cal = cal.display().to_string();
+        let args = [polyglot(), "-t".into(), "python/sum-two".into(), "-p".into(), good, "--calibration".into(), cal];
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let dir = root.join("out");
+        let short = {
+            let _short = FileTableShort::new();
+            eval_env(m, &dir, &args, &[("POLYSANDBOX_HOST_WAIT", "1s")])
+        };
+        let err = stderr(&short.out);
+        let results = short.results();
+        assert_eq!(results.len(), 1, "{m:?}: {err}");
+        let r = &results[0];
+        assert_eq!(r["verdict"], "error", "{m:?}: never a verdict while the host is short: {r}\n{err}");
+        assert_eq!(r["host_fault"], true, "{m:?}: {r}");
+        let why = r["reason"].as_str().unwrap_or("");
+        assert!(
+            why.contains("file table") && why.contains("rerun") && !why.contains("prediction's doing"),
+            "{m:?}: {r}"
+        );
+        assert_eq!(r["attempts"], 2, "{m:?}: a host fault is retried: {r}");
+        assert!(
+            err.lines().any(|l| l.contains("waiting for the host") && l.contains("file table")),
+            "{m:?}: eval waited for the host, and said what for: {err}"
+        );
+        assert_eq!(code(&short.out), 3, "{m:?}: an error remains: {err}");
+        assert!(short.report()["rerun_ids"].as_array().is_some_and(|a| a.iter().any(|i| i == "python/sum-two")));
+        // The host healthy again: the error is run again and graded.
+        let healthy = eval_env(m, &dir, &[args.as_slice(), &["--resume"]].concat(), &[]);
+        let r = healthy.result("python/sum-two");
+        assert_eq!(r["verdict"], "resolved", "{m:?}: {r}\n{}", stderr(&healthy.out));
+        assert!(r.get("host_fault").is_none(), "{m:?}: {r}");
     }
 }

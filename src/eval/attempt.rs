@@ -84,6 +84,10 @@ pub(crate) fn run_instance(
             r.reason = Some(e);
             return r;
         }
+        Err(prepare::NotRun::HostShort(e)) => {
+            r.mark_host_fault(e);
+            return r;
+        }
     };
     let _ = std::fs::write(logs.join("patch.diff"), &prepared.applied);
     r.tampering = prepared.tampering.clone();
@@ -146,6 +150,7 @@ pub(crate) fn run_instance(
         match driver::before_tests(&output, record.as_ref().and_then(|x| x.exit_code), &prepared.nonce) {
             Some(stopped) if record.as_ref().is_some_and(|x| x.status == crate::sandbox::report::Status::Exited) => {
                 stopped_before_tests(&mut r, stopped, record);
+                super::verdict::host_fault_in_output(&mut r, &output);
                 return r;
             }
             _ => driver::tests_output(&output, &prepared.nonce),

@@ -57,6 +57,9 @@ pub enum NotRun {
     /// The host failed us (a copy, a clone, a sandbox that did not start): an `error` worth
     /// retrying.
     Host(String),
+    /// A budget the host shares ran short while the patch was applied (the sandbox's record
+    /// says so, or its output shows ENFILE): a host fault, retried, never the prediction's.
+    HostShort(String),
 }
 
 /// What running a sandbox gave: its stdout (bytes), stderr (text), and usage record.

@@ -119,6 +119,13 @@ pub struct InstanceResult {
     /// fails the same way (decided before it is recorded).
     #[serde(skip)]
     pub after_prediction: bool,
+    /// An `error` of the host's: a budget the host shares (its file table, memory, processes,
+    /// AIO, ptys, the disk under `-o` or the store) was exhausted before, during or after the
+    /// run, or the run's output shows the host's file table full (ENFILE), whatever the runner
+    /// printed. Retried after waiting for the host; never decided by gold (arbitration), never
+    /// `deterministic`, never evidence of what gold does here.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub host_fault: bool,
     /// What the prediction does that reaches into the runner rather than solving the task,
     /// where a look at its text can tell (see tamper.rs): flagged, and unresolved under
     /// `--strict`.
@@ -162,6 +169,15 @@ impl InstanceResult {
 }
 
 impl InstanceResult {
+    /// Makes this result an `error` of the host's (see its `host_fault`), its
+    /// reason `why`: retried, never arbitrated.
+    pub(crate) fn mark_host_fault(&mut self, why: String) {
+        self.verdict = Verdict::Error;
+        self.reason = Some(why);
+        self.host_fault = true;
+        self.deterministic = false;
+    }
+
     pub(crate) fn bare(
         inst: &Instance,
         image: &str,
@@ -195,6 +211,7 @@ impl InstanceResult {
             verified: vec![],
             excluded: false,
             after_prediction: false,
+            host_fault: false,
             tampering: vec![],
             record_check: None,
             vs_gold: None,

@@ -146,9 +146,113 @@ pub(crate) fn parse_results(bytes: &[u8]) -> Vec<InstanceResult> {
     text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
+/// How long eval waits before an attempt for the host's shared budgets to come back, by
+/// default: then it runs anyway, and the result says.
+pub(crate) const HOST_WAIT: Duration = Duration::from_secs(600);
+
+/// The wait's bound: `POLYSANDBOX_HOST_WAIT` (a duration, `0` not to wait), else [`HOST_WAIT`].
+fn host_wait() -> Duration {
+    host_wait_of(std::env::var("POLYSANDBOX_HOST_WAIT").ok().as_deref())
+}
+
+fn host_wait_of(v: Option<&str>) -> Duration {
+    match v.map(str::trim) {
+        Some("0") => Duration::ZERO,
+        Some(v) => crate::units::parse_duration(v).unwrap_or(HOST_WAIT),
+        None => HOST_WAIT,
+    }
+}
+
+/// The host's health as eval checks it around each attempt: the budgets the host shares (as
+/// the sandbox's own watch reads them: `host_watch::short_now`) and the room under `-o` and the
+/// image store. One for the whole run, shared by its workers.
+pub(crate) struct Host<'a> {
+    paths: Vec<(&'static str, std::path::PathBuf)>,
+    wait: Duration,
+    progress: &'a dyn Progress,
+    /// What the last note said the host was short of (one note while that lasts).
+    said: Mutex<Vec<String>>,
+}
+
+impl<'a> Host<'a> {
+    pub(crate) fn new(o: &Options, progress: &'a dyn Progress) -> Host<'a> {
+        let store = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
+        Host {
+            paths: vec![("--output", o.output.clone()), ("the image store", store)],
+            wait: host_wait(),
+            progress,
+            said: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// What the host is short of now.
+    fn short(&self) -> Vec<String> {
+        let paths: Vec<(&str, &Path)> = self.paths.iter().map(|(l, p)| (*l, p.as_path())).collect();
+        crate::sandbox::host_watch::short_now(&paths)
+    }
+
+    /// Waits while the host is short of anything, up to the bound (saying once what it waits
+    /// for); what it is still short of when the wait ends (nothing, unless the bound passed or
+    /// eval was interrupted).
+    fn wait(&self) -> Vec<String> {
+        let deadline = Instant::now() + self.wait;
+        loop {
+            let short = self.short();
+            let now = Instant::now();
+            if short.is_empty() || now >= deadline || INTERRUPTED.load(Ordering::SeqCst) {
+                if short.is_empty() {
+                    self.said.lock().unwrap().clear();
+                }
+                return short;
+            }
+            {
+                let mut said = self.said.lock().unwrap();
+                if *said != short {
+                    let secs = self.wait.as_secs();
+                    let bound =
+                        if secs >= 60 && secs % 60 == 0 { format!("{} min", secs / 60) } else { format!("{secs} s") };
+                    self.progress.note(&format!(
+                        "waiting for the host, short of {}: up to {bound} before each run, then running anyway (POLYSANDBOX_HOST_WAIT)",
+                        short.join(", ")
+                    ));
+                    *said = short;
+                }
+            }
+            std::thread::sleep((deadline - now).min(Duration::from_millis(500)));
+        }
+    }
+}
+
+/// A run the host was short for, still short when it started (the wait's bound passed) or
+/// short once it ended: whatever the runner printed, a resolved run included, is the host's
+/// doing as much as the code's, a host fault (`error`, retried after waiting, never decided by
+/// gold). Not for verdicts no run decided (an empty patch, no prediction), nor for an error the
+/// dataset makes on every attempt.
+pub(crate) fn host_short_around(r: &mut InstanceResult, before: &[String], after: &[String]) {
+    let decided_without_a_run = matches!(r.verdict, Verdict::EmptyPatch | Verdict::NoPrediction | Verdict::Interrupted)
+        || (r.verdict == Verdict::Error && r.deterministic);
+    if r.host_fault || decided_without_a_run || (before.is_empty() && after.is_empty()) {
+        return;
+    }
+    let mut of: Vec<&str> = before.iter().map(String::as_str).collect();
+    of.extend(after.iter().map(String::as_str).filter(|a| !before.iter().any(|b| b == a)));
+    let when = match (before.is_empty(), after.is_empty()) {
+        (false, false) => "before and after the run",
+        (false, true) => "when the run started",
+        _ => "after the run",
+    };
+    let when = format!("{when}: {}", of.join(", "));
+    let was = match r.reason.as_deref() {
+        Some(why) => format!("{}: {why}", r.verdict),
+        None => r.verdict.to_string(),
+    };
+    r.mark_host_fault(format!("the host was short {when} (the run was {was}): rerun"));
+}
+
 /// Decides an `error` that came after the prediction was in: the calibration's word that
 /// gold passes here, or else gold run the same way now. Gold clean: the prediction's doing,
-/// `unresolved` with the reason. Gold failing too: the environment's, an `error` still.
+/// `unresolved` with the reason. Gold failing too: the environment's, an `error` still. A host
+/// fault is never decided so: it is the host's, whatever gold does.
 fn arbitrate(
     o: &Options,
     job: &Job,
@@ -156,9 +260,10 @@ fn arbitrate(
     scratch: &Path,
     logs: &Path,
     children: &Mutex<HashSet<u32>>,
+    host: &Host,
 ) -> InstanceResult {
     let why = r.reason.clone().unwrap_or_default();
-    if job.pred == Prediction::Gold {
+    if job.pred == Prediction::Gold || r.host_fault {
         return r;
     }
     if job.cal.as_ref().is_some_and(|e| e.gold_passes) {
@@ -172,9 +277,15 @@ fn arbitrate(
     let (gs, gl) = (scratch.with_extension("gold"), logs.join("gold-check"));
     let _ = std::fs::create_dir_all(&gl);
     let _ = std::fs::remove_dir_all(&gs);
-    let g = formats::of(&job.inst).attempt(o, &gold, &gs, &gl, children);
+    let before = host.wait();
+    let mut g = formats::of(&job.inst).attempt(o, &gold, &gs, &gl, children);
+    host_short_around(&mut g, &before, &host.short());
     let _ = std::fs::remove_dir_all(&gs);
-    if g.verdict == Verdict::Resolved {
+    if g.host_fault {
+        // Gold's run says nothing of the prediction's here: the error stays, the host's.
+        r.host_fault = true;
+        r.reason = Some(format!("{why} (gold's check: {})", g.reason.as_deref().unwrap_or("a host fault")));
+    } else if g.verdict == Verdict::Resolved {
         r.verdict = Verdict::Unresolved;
         r.reason = Some(format!("{why} (gold resolves here the same way: the prediction's doing)"));
     } else {
@@ -478,7 +589,11 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     }
 
     // Each image once, before its jobs: there, and its toolchain answering.
-    let mut broken: HashMap<String, String> = HashMap::new();
+    // The host's health, checked before and after each sandbox eval starts (see Host).
+    let health = Host::new(o, progress);
+    // Images whose probe failed: why, and whether the host was short around it (a host fault:
+    // its instances are errors to rerun, as any run the host was short for).
+    let mut broken: HashMap<String, (String, bool)> = HashMap::new();
     let mut probed = HashSet::new();
     for j in &jobs {
         if matches!(j.pred, Prediction::Missing) || !probed.insert((j.image.clone(), j.runner.language.clone())) {
@@ -489,7 +604,14 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         } else {
             format!("probing the {} toolchain in {}", j.runner.language, j.image)
         });
+        let before = health.wait();
         if let Err(e) = probe(o, &j.image, &j.runner, j.memory) {
+            let short = if before.is_empty() { health.short() } else { before };
+            let e = if short.is_empty() {
+                (e, false)
+            } else {
+                (format!("{e} (the host was short of {} around the probe: rerun)", short.join(", ")), true)
+            };
             broken.insert(format!("{}\0{}", j.image, j.runner.language), e);
         }
     }
@@ -573,6 +695,7 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
     std::thread::scope(|s| {
         for w in 0..o.jobs.max(1) {
             let (tx, queue, budget, children, broken) = (tx.clone(), &queue, &budget, &children, &broken);
+            let health = &health;
             s.spawn(move || loop {
                 if INTERRUPTED.load(Ordering::SeqCst) {
                     return;
@@ -580,15 +703,12 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                 let Some(job) = queue.lock().unwrap().pop_front() else { return };
                 let logs = o.output.join("logs").join(&job.dir);
                 let _ = std::fs::create_dir_all(&logs);
-                if let Some(e) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
+                if let Some((e, host_fault)) = broken.get(&format!("{}\0{}", job.image, job.runner.language)) {
                     if !matches!(job.pred, Prediction::Missing) {
-                        let _ = tx.send(InstanceResult::bare(
-                            &job.inst,
-                            &job.image,
-                            &job.key,
-                            Verdict::Error,
-                            Some(e.clone()),
-                        ));
+                        let mut r =
+                            InstanceResult::bare(&job.inst, &job.image, &job.key, Verdict::Error, Some(e.clone()));
+                        r.host_fault = *host_fault;
+                        let _ = tx.send(r);
                         continue;
                     }
                 }
@@ -609,10 +729,16 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                 let mut attempts = 0;
                 let r = loop {
                     attempts += 1;
+                    // The host's shared budgets first: while one is exhausted (another process
+                    // holds the file table, the disk is full) a run would meet failures that
+                    // are not its code's. Waited for, within a bound.
+                    let before = health.wait();
                     // Each attempt from an empty scratch directory, whatever the format: what
                     // an earlier attempt (or a killed run) left there is never this one's error.
                     let _ = std::fs::remove_dir_all(&scratch);
                     let mut r = formats::of(&job.inst).attempt(o, &job, &scratch, &logs, children);
+                    // ... and again after: a run the host was short for is the host's.
+                    host_short_around(&mut r, &before, &health.short());
                     r.attempts = attempts;
                     r.logs = format!("logs/{}", job.dir);
                     r.reason = r.reason.as_deref().map(clean);
@@ -625,9 +751,13 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
                     }
                 };
                 // A failure after the prediction was in is the prediction's, unless gold fails
-                // the same way here.
-                let r = if r.verdict == Verdict::Error && r.after_prediction && !INTERRUPTED.load(Ordering::SeqCst) {
-                    arbitrate(o, &job, r, &scratch, &logs, children)
+                // the same way here; a host fault is neither's.
+                let r = if r.verdict == Verdict::Error
+                    && r.after_prediction
+                    && !r.host_fault
+                    && !INTERRUPTED.load(Ordering::SeqCst)
+                {
+                    arbitrate(o, &job, r, &scratch, &logs, children, health)
                 } else {
                     r
                 };
@@ -683,6 +813,116 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::eval::instance::Kind;
+
+    fn inst() -> Instance {
+        Instance {
+            id: "i".into(),
+            language: "python".into(),
+            image: None,
+            kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
+        }
+    }
+
+    fn result(v: Verdict, why: &str) -> InstanceResult {
+        InstanceResult::bare(&inst(), "img", "key", v, Some(why.into()))
+    }
+
+    const SHORT: &str = "the host's file table (fs.file-max)";
+
+    /// A run the host was short for (still short when it started, or short once it ended) is
+    /// a host fault, whatever the runner printed, a resolved run included; what no run decided
+    /// (an empty patch, a dataset's error) is left as it is, and so is a healthy host's run.
+    #[test]
+    fn a_run_the_host_was_short_around_is_a_host_fault_whatever_it_printed() {
+        let short = vec![SHORT.to_string()];
+        for v in [
+            Verdict::Resolved,
+            Verdict::Unresolved,
+            Verdict::Timeout,
+            Verdict::Oom,
+            Verdict::PatchFailed,
+            Verdict::Error,
+        ] {
+            for (before, after) in [(&short, &vec![]), (&vec![], &short), (&short, &short)] {
+                let mut r = result(v, "tests exited 101; 0 failed, 0 passed");
+                host_short_around(&mut r, before, after);
+                assert!(r.verdict == Verdict::Error && r.host_fault && !r.deterministic, "{v}: {r:?}");
+                let why = r.reason.unwrap();
+                assert!(why.contains("file table") && why.contains("rerun") && why.contains(v.name()), "{why}");
+            }
+            let mut r = result(v, "x");
+            host_short_around(&mut r, &[], &[]);
+            assert!(r.verdict == v && !r.host_fault, "{r:?}");
+        }
+        for v in [Verdict::EmptyPatch, Verdict::NoPrediction, Verdict::Interrupted] {
+            let mut r = result(v, "x");
+            host_short_around(&mut r, &short, &short);
+            assert!(r.verdict == v && !r.host_fault, "{r:?}");
+        }
+        let mut r = result(Verdict::Error, "the test_patch does not apply");
+        r.deterministic = true;
+        host_short_around(&mut r, &short, &short);
+        assert!(r.deterministic && !r.host_fault, "{r:?}");
+    }
+
+    /// An `error` after the prediction, with a calibration saying gold passes here, is charged
+    /// to the prediction (`unresolved`), unless it is a host fault: that stays an `error`.
+    #[test]
+    fn a_host_fault_is_never_arbitrated_into_a_verdict() {
+        let dir = std::env::temp_dir().join(format!("psb-arbitrate-{}", std::process::id()));
+        let o = Options::new("d".into(), "p", dir.join("out"), "/nonexistent/polysandbox".into());
+        let cal: calibration::Entry = serde_json::from_value(serde_json::json!({
+            "image": "img", "gold_passes": true, "gold_verdicts": ["resolved"], "tests": [],
+            "flaky": [], "wall_s_max": 1.0, "cpu_s_max": 1.0, "memory_peak_bytes_max": 0,
+        }))
+        .unwrap();
+        let runner = catalogue::load(None, &[]).unwrap()["python"].clone();
+        let job = Job {
+            inst: inst(),
+            pred: Prediction::Stub,
+            runner,
+            image: "img".into(),
+            key: "key".into(),
+            memory: 1 << 30,
+            timeout: "60s".into(),
+            cpus: 1.0,
+            cal: Some(cal),
+            image_digest: None,
+            model: "m".into(),
+            dir: "i".into(),
+            gold_check: false,
+        };
+        let host = Host {
+            paths: vec![],
+            wait: Duration::ZERO,
+            progress: &super::super::progress::Quiet,
+            said: Mutex::default(),
+        };
+        let children = Mutex::default();
+        let arbitrated = |r: InstanceResult| arbitrate(&o, &job, r, &dir.join("s"), &dir.join("l"), &children, &host);
+        let mut plain = result(Verdict::Error, "the test files could not be put back");
+        plain.after_prediction = true;
+        assert_eq!(arbitrated(plain.clone()).verdict, Verdict::Unresolved, "the prediction's doing");
+        let mut fault = plain;
+        host_short_around(&mut fault, &[], &[SHORT.into()]);
+        let r = arbitrated(fault);
+        assert!(r.verdict == Verdict::Error && r.host_fault, "{r:?}");
+        assert!(!r.reason.unwrap().contains("the prediction's doing"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The wait's bound: POLYSANDBOX_HOST_WAIT as a duration, 0 for none, ten minutes else.
+    #[test]
+    fn the_wait_for_the_host_is_bounded() {
+        assert_eq!(host_wait_of(None), Duration::from_secs(600));
+        assert_eq!(host_wait_of(Some("0")), Duration::ZERO);
+        assert_eq!(host_wait_of(Some("2s")), Duration::from_secs(2));
+        assert_eq!(host_wait_of(Some("90")), Duration::from_secs(90));
+        assert_eq!(host_wait_of(Some("soon")), HOST_WAIT);
+    }
+
     #[test]
     fn admission_counts_the_memory_limit_eval_runs_under() {
         let files = |p: &std::path::Path| -> Option<String> {

@@ -10,7 +10,6 @@ use super::tamper;
 use super::{Grade, InstanceResult, Options, Verdict};
 use crate::sandbox::report::Report;
 
-/// Grades one finished run.
 /// What a run must show besides its tests' results for them to be believed.
 pub enum Check {
     /// The control test: reported failed by name, and the runner exiting non-zero for it.
@@ -92,15 +91,21 @@ pub(crate) fn take_measurements(r: &mut InstanceResult, rec: &Report) {
     r.oom = rec.oom_killed;
 }
 
+/// A host that ran short while the run went (another process took the file table, say) makes
+/// whatever it printed the host's doing as much as the code's: a host fault (see
+/// [`InstanceResult::host_fault`]), rerun, never graded. An interrupted run is only that.
+pub(crate) fn ran_short(rec: &Report) -> bool {
+    !rec.host_short.is_empty() && rec.status != crate::sandbox::report::Status::Interrupted
+}
+
 /// A run whose results are not to be graded, by its usage record's status alone: a limit
 /// (`timeout`, `oom`), an interrupt, or the sandbox's own failure (`error`: never the
-/// prediction's). The verdict and its reason; `None` when the tests' results decide.
+/// prediction's). The verdict and its reason; `None` when the tests' results decide. A host
+/// that ran short ([`ran_short`]) comes first: the caller marks that error a host fault.
 pub(crate) fn ended_early(rec: &Report) -> Option<(Verdict, Option<String>)> {
     use crate::sandbox::report::Status as RunStatus;
     let error = |why: String| Some((Verdict::Error, Some(why)));
-    // A host that ran short while the tests ran (another process took the file table, say)
-    // makes whatever they printed the host's doing as much as the code's: rerun, never graded.
-    if !rec.host_short.is_empty() && rec.status != RunStatus::Interrupted {
+    if ran_short(rec) {
         return error(format!("the host ran short of {} while the tests ran: rerun", rec.host_short.join(", ")));
     }
     match rec.status {
@@ -142,7 +147,53 @@ pub(crate) struct Evidence<'a> {
     pub reports: &'a channel::Reports,
 }
 
+/// What a run's output shows of the host's file table full: the kernel's ENFILE, which it
+/// returns only at the host-wide `fs.file-max` (a process's own descriptor limit is EMFILE,
+/// "Too many open files", not this). As C's strerror, Python (`[Errno 23]`), Rust (`os error
+/// 23`), Go, Java and node/libuv (`ENFILE: file table overflow`) print it.
+pub(crate) fn shows_enfile(output: &str) -> bool {
+    let lower = output.to_ascii_lowercase();
+    if lower.contains("too many open files in system") || lower.contains("file table overflow") {
+        return true;
+    }
+    // `needle` standing alone: no letter, digit or `_` on either side.
+    let word = |hay: &str, needle: &str| {
+        let part = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        hay.match_indices(needle)
+            .any(|(i, _)| !part(hay[..i].chars().next_back()) && !part(hay[i + needle.len()..].chars().next()))
+    };
+    word(output, "ENFILE") || word(&lower, "os error 23") || word(&lower, "errno 23")
+}
+
+/// A run that did not resolve and whose output shows the host's file table full
+/// ([`shows_enfile`]) failed for the host, not for its code (a correct Rust solution's tests
+/// exit 101 when rustc cannot install its Ctrl-C handler; jest fails writing its cache): a
+/// host fault, rerun. A prediction can print the text to make its own run an `error`, which
+/// is scored as not resolved all the same (docs/threat-model.md).
+pub(crate) fn host_fault_in_output(r: &mut InstanceResult, output: &str) {
+    let failed = matches!(r.verdict, Verdict::Unresolved | Verdict::Timeout | Verdict::Oom | Verdict::PatchFailed);
+    if failed && shows_enfile(output) {
+        let was = match r.reason.as_deref() {
+            Some(why) => format!("{}: {why}", r.verdict),
+            None => r.verdict.to_string(),
+        };
+        r.mark_host_fault(format!(
+            "the run's output shows the host's file table full (ENFILE: Too many open files in system), so its failure is the host's ({was}): rerun"
+        ));
+    }
+}
+
+/// Grades one finished run; a failure whose output shows the host's file table full is the
+/// host's ([`host_fault_in_output`]).
 pub(crate) fn grade(e: Evidence<'_>, r: &mut InstanceResult) {
+    let output = e.output;
+    let ran_short = e.record.as_ref().is_some_and(ran_short);
+    judge(e, r);
+    r.host_fault |= ran_short && r.verdict == Verdict::Error;
+    host_fault_in_output(r, output);
+}
+
+fn judge(e: Evidence<'_>, r: &mut InstanceResult) {
     let Evidence { parser, lists, check, cal, record, output, reports } = e;
     let Some(rec) = record else {
         r.verdict = Verdict::Error;
@@ -369,6 +420,13 @@ pub(crate) fn stopped_before_tests(
         r.cpu_s = rec.cpu_total_s;
         r.memory_peak_bytes = rec.memory_peak_bytes;
     }
+    if let Some(rec) = record.as_ref().filter(|rec| ran_short(rec)) {
+        r.mark_host_fault(format!(
+            "the host ran short of {} while the patch was applied: rerun",
+            rec.host_short.join(", ")
+        ));
+        return;
+    }
     match stopped {
         driver::Stopped::ApplyFailed => {
             r.verdict = Verdict::PatchFailed;
@@ -523,7 +581,94 @@ mod tests {
             let r = grade_run(with(run.clone()));
             assert_eq!(r.verdict, Verdict::Error, "{run}");
             assert!(r.reason.as_deref().is_some_and(|w| w.contains("file table") && w.contains("rerun")), "{r:?}");
+            assert!(r.host_fault, "{run}: a host fault, marked so (never arbitrated, never deterministic)");
         }
+        // Interrupted is only that; a healthy run's error is no host fault.
+        let r = grade_run(with(json!({"status": "interrupted", "exit_code": null, "host_short": short})));
+        assert!(r.verdict == Verdict::Interrupted && !r.host_fault, "{r:?}");
+        let r = grade_run(with(json!({"status": "not_started", "exit_code": null, "start_error": "exec: ENOENT"})));
+        assert!(r.verdict == Verdict::Error && !r.host_fault, "{r:?}");
+    }
+
+    /// ENFILE is returned only at the host-wide fs.file-max: each runtime's way of printing it
+    /// is found; EMFILE (a process's own limit) and words that merely contain it are not.
+    #[test]
+    fn the_host_file_table_full_is_read_in_every_runtimes_words() {
+        for text in [
+            "failed to set the Ctrl-C handler: Too many open files in system (os error 23)",
+            "OSError: [Errno 23] Too many open files in system: '/tmp/x'",
+            "Error: ENFILE: file table overflow, open '/tmp/jest_rs/haste-map'",
+            "open /tmp/go-build123: too many open files in system",
+            "java.io.FileNotFoundException: x (Too many open files in system)",
+            "errno=ENFILE",
+            "Os { code: 23, kind: Uncategorized, message: \"...\" } os error 23)",
+        ] {
+            assert!(shows_enfile(text), "{text}");
+        }
+        for text in [
+            "Too many open files (os error 24)",
+            "OSError: [Errno 24] Too many open files",
+            "EMFILE: too many open files, open 'x'",
+            "OPENFILE failed",
+            "ENFILES",
+            "os error 230",
+            "",
+        ] {
+            assert!(!shows_enfile(text), "{text}");
+        }
+    }
+
+    /// A correct solution whose runner met the host's file table full (rustc's Ctrl-C handler,
+    /// jest's cache) did not resolve for the host: a host fault, rerun, never `unresolved`. A
+    /// run that resolved anyway is what it is.
+    #[test]
+    fn a_failure_whose_output_shows_enfile_is_the_hosts() {
+        let out = "thread 'main' panicked: failed to set Ctrl-C handler: Too many open files in system (os error 23)\n";
+        let r = grade_run(Run {
+            parser: Parser::Cargo,
+            record: Some(record(json!({"exit_code": 101}))),
+            output: out.into(),
+            ..Run::default()
+        });
+        assert_eq!(r.verdict, Verdict::Error, "{r:?}");
+        assert!(r.host_fault, "{r:?}");
+        let why = r.reason.unwrap();
+        assert!(why.contains("file table full") && why.contains("rerun") && why.contains("unresolved: "), "{why}");
+        // The same words in a run that passed: resolved.
+        let passing = pytest_output(&[("PASSED", "t.py::test_a")]) + "note: Too many open files in system\n";
+        let r = grade_run(Run { output: passing, ..Run::default() });
+        assert!(r.verdict == Verdict::Resolved && !r.host_fault, "{r:?}");
+        // A timeout with ENFILE in its output: the host's too.
+        let mut r = grade_run(Run::default());
+        (r.verdict, r.reason) = (Verdict::Timeout, Some("wall-clock limit reached".into()));
+        host_fault_in_output(&mut r, "Error: ENFILE: file table overflow");
+        assert!(r.verdict == Verdict::Error && r.host_fault, "{r:?}");
+        // A failure without it stays the prediction's.
+        let r = grade_run(Run { record: Some(record(json!({"exit_code": 1}))), ..Run::default() });
+        assert!(r.verdict == Verdict::Unresolved && !r.host_fault, "{r:?}");
+    }
+
+    /// A driver stopped before the tests (its patch did not apply) in a run the host ran short
+    /// under: a host fault, not `patch_failed`.
+    #[test]
+    fn a_patch_that_did_not_apply_while_the_host_was_short_is_the_hosts() {
+        let inst = Instance {
+            id: "i".into(),
+            language: "python".into(),
+            image: None,
+            kind: crate::eval::instance::Kind::Snippet {
+                gold: String::new(),
+                stub: String::new(),
+                test: String::new(),
+            },
+        };
+        let short = record(json!({"exit_code": 3, "host_short": ["the host's file table (fs.file-max)"]}));
+        let mut r = InstanceResult::bare(&inst, "img", "key", Verdict::Error, None);
+        stopped_before_tests(&mut r, driver::Stopped::ApplyFailed, Some(short));
+        assert!(r.verdict == Verdict::Error && r.host_fault, "{r:?}");
+        let mut r = InstanceResult::bare(&inst, "img", "key", Verdict::Error, None);
+        stopped_before_tests(&mut r, driver::Stopped::ApplyFailed, Some(record(json!({"exit_code": 3}))));
+        assert!(r.verdict == Verdict::PatchFailed && !r.host_fault, "{r:?}");
     }
 
     /// The runner built the solution alone first and could not (`{alone}`): unresolved with the

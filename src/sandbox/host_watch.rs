@@ -5,8 +5,10 @@
 //! and eval makes the run an `error` to rerun, never a verdict.
 //!
 //! Sampled by the supervisor every [`INTERVAL`] while the run goes and once at its end: a few
-//! small reads of /proc, none on the start's path.
+//! small reads of /proc, none on the start's path. Eval asks the same question before and after
+//! each attempt ([`short_now`]), with the free space of the filesystems it writes beside.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// How often the supervisor samples the host's budgets while a run goes.
@@ -41,24 +43,32 @@ impl HostWatch {
             return;
         }
         self.next = Some(now + INTERVAL);
-        let read = |p: &str| std::fs::read_to_string(p).ok();
-        for name in exhausted(&Readings {
-            file_nr: read("/proc/sys/fs/file-nr"),
-            aio_nr: read("/proc/sys/fs/aio-nr"),
-            aio_max: read("/proc/sys/fs/aio-max-nr"),
-            pty_nr: read("/proc/sys/kernel/pty/nr"),
-            pty_max: read("/proc/sys/kernel/pty/max"),
-            pty_reserve: read("/proc/sys/kernel/pty/reserve"),
-            loadavg: read("/proc/loadavg"),
-            threads_max: read("/proc/sys/kernel/threads-max"),
-            pid_max: read("/proc/sys/kernel/pid_max"),
-            meminfo: read("/proc/meminfo"),
-        }) {
+        for name in exhausted(&Readings::now()) {
             if !self.short.iter().any(|s| s == name) {
                 self.short.push(name.to_string());
             }
         }
     }
+}
+
+/// The host's shared budgets exhausted now (as the supervisor's samples name them), and the
+/// filesystems under `paths` (each with what to call it: `--output`, the image store) that are
+/// out of room ([`disk_short`]); each name once. Empty when the host is healthy, or when
+/// nothing can be read.
+pub(crate) fn short_now(paths: &[(&str, &Path)]) -> Vec<String> {
+    let mut out: Vec<String> = exhausted(&Readings::now()).into_iter().map(String::from).collect();
+    let mut seen: Vec<libc::c_ulong> = Vec::new();
+    for (label, path) in paths {
+        let Some((fsid, d)) = disk_of(path) else { continue };
+        if seen.contains(&fsid) {
+            continue;
+        }
+        seen.push(fsid);
+        if let Some(what) = disk_short(&d) {
+            out.push(format!("{what} under {label} ({})", path.display()));
+        }
+    }
+    out
 }
 
 /// The /proc files the watch reads, as read (None: unreadable).
@@ -74,6 +84,89 @@ pub(crate) struct Readings {
     pub threads_max: Option<String>,
     pub pid_max: Option<String>,
     pub meminfo: Option<String>,
+}
+
+impl Readings {
+    /// The files as they are now.
+    pub fn now() -> Readings {
+        let read = |p: &str| std::fs::read_to_string(p).ok();
+        Readings {
+            file_nr: read("/proc/sys/fs/file-nr"),
+            aio_nr: read("/proc/sys/fs/aio-nr"),
+            aio_max: read("/proc/sys/fs/aio-max-nr"),
+            pty_nr: read("/proc/sys/kernel/pty/nr"),
+            pty_max: read("/proc/sys/kernel/pty/max"),
+            pty_reserve: read("/proc/sys/kernel/pty/reserve"),
+            loadavg: read("/proc/loadavg"),
+            threads_max: read("/proc/sys/kernel/threads-max"),
+            pid_max: read("/proc/sys/kernel/pid_max"),
+            meminfo: read("/proc/meminfo"),
+        }
+    }
+}
+
+/// A filesystem's room, as statvfs(3) gives it (what an unprivileged writer may use).
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Disk {
+    pub size_bytes: u64,
+    pub avail_bytes: u64,
+    /// Inodes in all and free; 0 in all where the filesystem has no fixed count (tmpfs without
+    /// `nr_inodes`, btrfs).
+    pub inodes: u64,
+    pub avail_inodes: u64,
+}
+
+/// Free space under this is short, when it is also under [`DISK_SHORT_SHARE`] of the
+/// filesystem: eval's logs and results, a prediction's tree, an image unpacked, need room; a
+/// few hundred MiB is what one instance's logs and scratch tree take at most.
+pub(crate) const DISK_SHORT_BYTES: u64 = 256 << 20;
+/// ... and under this share of the filesystem (a small filesystem, a 1 GiB tmpfs as `-o`, is
+/// short only when nearly full: 51 MiB of 1 GiB).
+pub(crate) const DISK_SHORT_SHARE: f64 = 0.05;
+/// Free inodes under this many, and under [`DISK_SHORT_SHARE`] of them, are short too.
+pub(crate) const INODES_SHORT: u64 = 4096;
+
+/// What a filesystem is short of (`free space`, `free inodes`), if anything: free space under
+/// [`DISK_SHORT_BYTES`] and under [`DISK_SHORT_SHARE`] of its size (whichever is less), or free
+/// inodes under [`INODES_SHORT`] and that share of its inodes.
+pub(crate) fn disk_short(d: &Disk) -> Option<&'static str> {
+    let under = |avail: u64, all: u64, floor: u64| {
+        all > 0 && (avail as f64) < (floor as f64).min(DISK_SHORT_SHARE * all as f64)
+    };
+    if under(d.avail_bytes, d.size_bytes, DISK_SHORT_BYTES) {
+        Some("free space")
+    } else if under(d.avail_inodes, d.inodes, INODES_SHORT) {
+        Some("free inodes")
+    } else {
+        None
+    }
+}
+
+/// The filesystem `path` is on (its nearest existing ancestor: `-o` or a store not made yet):
+/// its id and its room.
+fn disk_of(path: &Path) -> Option<(libc::c_ulong, Disk)> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut p = if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().ok()?.join(path) };
+    loop {
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).ok()?;
+        // SAFETY: statvfs of a NUL-terminated path into a zeroed struct it fills.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0 {
+            let frsize = if st.f_frsize > 0 { st.f_frsize } else { st.f_bsize } as u64;
+            return Some((
+                st.f_fsid as libc::c_ulong,
+                Disk {
+                    size_bytes: st.f_blocks as u64 * frsize,
+                    avail_bytes: st.f_bavail as u64 * frsize,
+                    inodes: st.f_files as u64,
+                    avail_inodes: st.f_favail as u64,
+                },
+            ));
+        }
+        if !p.pop() {
+            return None;
+        }
+    }
 }
 
 /// The names of the budgets `r` shows exhausted.
@@ -171,5 +264,36 @@ mod tests {
         let mut r = healthy();
         r.file_nr = s("5000000\t0\t9223372036854775807\n");
         assert!(exhausted(&r).is_empty());
+    }
+
+    #[test]
+    fn a_filesystem_out_of_room_is_short_by_the_lesser_of_the_floor_and_the_share() {
+        const G: u64 = 1 << 30;
+        const M: u64 = 1 << 20;
+        let disk = |size: u64, avail: u64| Disk { size_bytes: size, avail_bytes: avail, ..Disk::default() };
+        // A large disk: short under 256 MiB, whatever its share (1% of 1 TiB is 10 GiB).
+        assert_eq!(disk_short(&disk(1024 * G, 10 * G)), None);
+        assert_eq!(disk_short(&disk(1024 * G, 300 * M)), None);
+        assert_eq!(disk_short(&disk(1024 * G, 200 * M)), Some("free space"));
+        // A small one (a 1 GiB tmpfs): short under 5% of it, 51 MiB.
+        assert_eq!(disk_short(&disk(G, 100 * M)), None);
+        assert_eq!(disk_short(&disk(G, 40 * M)), Some("free space"));
+        // Inodes: short under 4096 free and 5%; a filesystem without a count never is.
+        let inodes = |all: u64, avail: u64| Disk { inodes: all, avail_inodes: avail, ..disk(1024 * G, 10 * G) };
+        assert_eq!(disk_short(&inodes(1_000_000, 3000)), Some("free inodes"));
+        assert_eq!(disk_short(&inodes(1_000_000, 5000)), None);
+        assert_eq!(disk_short(&inodes(0, 0)), None);
+        // Nothing known (statvfs gave zeros): nothing said.
+        assert_eq!(disk_short(&Disk::default()), None);
+    }
+
+    #[test]
+    fn a_path_not_made_yet_is_asked_about_by_its_nearest_ancestor() {
+        let d = disk_of(Path::new("/nonexistent/out")).map(|(_, d)| d.size_bytes);
+        assert_eq!(d, disk_of(Path::new("/")).map(|(_, d)| d.size_bytes));
+        assert!(d.is_some_and(|b| b > 0));
+        // The same filesystem under two names is said once (if short at all).
+        let now = short_now(&[("--output", Path::new("/nonexistent/out")), ("the image store", Path::new("/"))]);
+        assert!(now.iter().filter(|n| n.starts_with("free ")).count() <= 1, "{now:?}");
     }
 }

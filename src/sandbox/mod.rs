@@ -18,7 +18,7 @@
 
 pub mod caps;
 pub mod chown;
-mod host_watch;
+pub(crate) mod host_watch;
 mod idmap;
 mod init;
 mod monitor;

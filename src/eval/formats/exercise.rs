@@ -218,6 +218,12 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
                 )));
             };
             use crate::sandbox::report::Status as RunStatus;
+            if crate::eval::verdict::ran_short(rec) {
+                return Err(NotRun::HostShort(format!(
+                    "the host ran short of {} while the patch was applied: rerun",
+                    rec.host_short.join(", ")
+                )));
+            }
             match rec.status {
                 RunStatus::Timeout | RunStatus::CpuTime => {
                     return Err(NotRun::PatchFailed("applying the patch did not finish within the time limit".into()))
@@ -239,6 +245,12 @@ fn prepare(inst: &Instance, pred: &Prediction, runner: &Runner, cx: &Context) ->
                 RunStatus::Exited | RunStatus::Signaled => {}
             }
             match crate::eval::driver::before_tests(&ran.stderr, rec.exit_code, &crate::eval::driver::nonce()) {
+                Some(crate::eval::driver::Stopped::ApplyFailed) if crate::eval::verdict::shows_enfile(&ran.stderr) => {
+                    return Err(NotRun::HostShort(
+                        "applying the patch met the host's file table full (ENFILE: Too many open files in system): rerun"
+                            .into(),
+                    ))
+                }
                 Some(crate::eval::driver::Stopped::ApplyFailed) => {
                     return Err(NotRun::PatchFailed(
                         "no attempt applied it (git apply, --3way, --reject, patch --fuzz=5)".into(),

@@ -483,6 +483,8 @@ fn run_once(
         *changed = changed_test_files(&tests, &crate::eval::driver::expected_digests(before), after);
     }
     let report = grade(&mut r, record, before, fix_log, parser, rec, job, &nonce);
+    // A failure whose log shows the host's file table full is the host's (verdict.rs).
+    crate::eval::verdict::host_fault_in_output(&mut r, &output);
     // What the prediction changes that reaches into the test run (flags; `--strict` refuses
     // them), as for SWE-bench.
     for flag in crate::eval::tamper::scan_patch(&fix_patch) {
@@ -533,6 +535,7 @@ fn grade(
     };
     crate::eval::verdict::take_measurements(r, &usage);
     if let Some((verdict, reason)) = crate::eval::verdict::ended_early(&usage) {
+        r.host_fault = crate::eval::verdict::ran_short(&usage);
         r.reason = match verdict {
             Verdict::Timeout => reason.map(|why| format!("{why} ({})", job.timeout)),
             _ => reason,

@@ -543,6 +543,8 @@ pub(crate) fn run_instance(
     // path) fool the harness too: graded as it grades them, flagged here and in its report,
     // unresolved under --strict.
     r.tampering = crate::eval::tamper::scan_patch(&patch);
+    // A failure whose log shows the host's file table full is the host's (verdict.rs).
+    crate::eval::verdict::host_fault_in_output(&mut r, &output);
     strict(o, &mut r);
     if let Some(Value::Object(m)) = graded.as_mut() {
         if let Some(Value::Object(inst)) = m.get_mut(&inst.id) {
@@ -608,6 +610,7 @@ fn grade(
     };
     crate::eval::verdict::take_measurements(r, &rec);
     if let Some((verdict, reason)) = crate::eval::verdict::ended_early(&rec) {
+        r.host_fault = crate::eval::verdict::ran_short(&rec);
         r.reason = match verdict {
             Verdict::Timeout => reason.map(|why| format!("{why} ({timeout})")),
             _ => reason,
@@ -760,6 +763,7 @@ pub fn regrade(o: &Options, inst: &Instance, preds: &Predictions, old: &Instance
     for t in r.tests.iter_mut() {
         t.usage = old.tests.iter().find(|u| u.name == t.name).and_then(|u| u.usage.clone());
     }
+    crate::eval::verdict::host_fault_in_output(&mut r, &test_output);
     strict(o, &mut r);
     if let Some(Value::Object(inst)) = report.get_mut(&inst.id) {
         if !r.tampering.is_empty() {
