@@ -35,6 +35,11 @@ impl HostWatch {
     /// Starts the sampling now (no sample yet: the start's path stays free of it).
     pub fn start(&mut self, now: Instant) {
         self.next = Some(now + INTERVAL);
+        // The files opened now, while the host can still give them (a few opens, no reads).
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        for (slot, path) in open.iter_mut().zip(FILES).filter(|(s, _)| s.is_none()) {
+            *slot = std::fs::File::open(path).ok();
+        }
     }
 
     /// Samples if one is due (or `force`).
@@ -71,7 +76,8 @@ pub(crate) fn short_now(paths: &[(&str, &Path)]) -> Vec<String> {
     out
 }
 
-/// The /proc files the watch reads, as read (None: unreadable).
+/// The /proc files the watch reads, as read (None: unreadable), and whether a read failed for
+/// want of a file (ENFILE: the file table is full, which is itself the answer).
 #[derive(Default)]
 pub(crate) struct Readings {
     pub file_nr: Option<String>,
@@ -84,23 +90,82 @@ pub(crate) struct Readings {
     pub threads_max: Option<String>,
     pub pid_max: Option<String>,
     pub meminfo: Option<String>,
+    pub enfile: bool,
+}
+
+/// What the watch reads, in [`Readings`]'s order.
+const FILES: [&str; 10] = [
+    "/proc/sys/fs/file-nr",
+    "/proc/sys/fs/aio-nr",
+    "/proc/sys/fs/aio-max-nr",
+    "/proc/sys/kernel/pty/nr",
+    "/proc/sys/kernel/pty/max",
+    "/proc/sys/kernel/pty/reserve",
+    "/proc/loadavg",
+    "/proc/sys/kernel/threads-max",
+    "/proc/sys/kernel/pid_max",
+    "/proc/meminfo",
+];
+
+/// The files, held open by this process from its first reading on: once the host's file table
+/// is full an unprivileged process can open nothing, /proc included, so a watch that opened
+/// them for each sample would be blind exactly then; pread(2) of an open one takes no file.
+static OPEN: std::sync::Mutex<[Option<std::fs::File>; 10]> = std::sync::Mutex::new([const { None }; 10]);
+
+/// One file's text by pread from its start (opened first if it is not yet), and whether the
+/// attempt failed with ENFILE.
+fn pread(slot: &mut Option<std::fs::File>, path: &str) -> (Option<String>, bool) {
+    use std::os::unix::fs::FileExt;
+    let enfile = |e: &std::io::Error| e.raw_os_error() == Some(libc::ENFILE);
+    if slot.is_none() {
+        match std::fs::File::open(path) {
+            Ok(f) => *slot = Some(f),
+            Err(e) => return (None, enfile(&e)),
+        }
+    }
+    let f = slot.as_ref().unwrap();
+    let mut buf = vec![0u8; 8192];
+    let mut len = 0;
+    loop {
+        if len == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        match f.read_at(&mut buf[len..], len as u64) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return (None, enfile(&e)),
+        }
+    }
+    buf.truncate(len);
+    (String::from_utf8(buf).ok(), false)
 }
 
 impl Readings {
     /// The files as they are now.
     pub fn now() -> Readings {
-        let read = |p: &str| std::fs::read_to_string(p).ok();
+        let mut open = OPEN.lock().unwrap_or_else(|e| e.into_inner());
+        let mut enfile = false;
+        let mut text: Vec<Option<String>> = Vec::with_capacity(FILES.len());
+        for (slot, path) in open.iter_mut().zip(FILES) {
+            let (t, e) = pread(slot, path);
+            enfile |= e;
+            text.push(t);
+        }
+        let mut t = text.into_iter();
+        let mut next = || t.next().flatten();
         Readings {
-            file_nr: read("/proc/sys/fs/file-nr"),
-            aio_nr: read("/proc/sys/fs/aio-nr"),
-            aio_max: read("/proc/sys/fs/aio-max-nr"),
-            pty_nr: read("/proc/sys/kernel/pty/nr"),
-            pty_max: read("/proc/sys/kernel/pty/max"),
-            pty_reserve: read("/proc/sys/kernel/pty/reserve"),
-            loadavg: read("/proc/loadavg"),
-            threads_max: read("/proc/sys/kernel/threads-max"),
-            pid_max: read("/proc/sys/kernel/pid_max"),
-            meminfo: read("/proc/meminfo"),
+            file_nr: next(),
+            aio_nr: next(),
+            aio_max: next(),
+            pty_nr: next(),
+            pty_max: next(),
+            pty_reserve: next(),
+            loadavg: next(),
+            threads_max: next(),
+            pid_max: next(),
+            meminfo: next(),
+            enfile,
         }
     }
 }
@@ -178,7 +243,7 @@ pub(crate) fn exhausted(r: &Readings) -> Vec<&'static str> {
         |used: Option<f64>, max: Option<f64>| matches!((used, max), (Some(u), Some(m)) if m > 0.0 && u >= SHORT * m);
     let mut out = Vec::new();
     // file-nr: allocated, allocated but unused (0 since 2.6), maximum.
-    if over(nth(&r.file_nr, 0), nth(&r.file_nr, 2)) {
+    if r.enfile || over(nth(&r.file_nr, 0), nth(&r.file_nr, 2)) {
         out.push("the host's file table (fs.file-max)");
     }
     if over(num(&r.aio_nr), num(&r.aio_max)) {
@@ -233,7 +298,50 @@ mod tests {
             threads_max: s("192730\n"),
             pid_max: s("4194304\n"),
             meminfo: s("MemTotal:       24000000 kB\nMemFree:        1000 kB\nMemAvailable:   20000000 kB\n"),
+            enfile: false,
         }
+    }
+
+    /// A reading that failed with ENFILE is the file table full: an unprivileged process
+    /// cannot even open /proc then.
+    #[test]
+    fn a_read_refused_for_want_of_a_file_is_the_file_table_full() {
+        let r = Readings { enfile: true, ..Readings::default() };
+        assert_eq!(exhausted(&r), ["the host's file table (fs.file-max)"]);
+    }
+
+    /// The watch still reads the host once this process can open nothing (as an unprivileged
+    /// one cannot while the host's file table is full): its files were opened before. Run in
+    /// a child (this test's own binary), whose descriptor limit it lowers to nothing.
+    #[test]
+    fn the_watch_reads_the_host_when_nothing_can_be_opened() {
+        if std::env::var_os("PSB_HOST_WATCH_CHILD").is_some() {
+            let first = Readings::now();
+            assert!(first.file_nr.is_some() && first.meminfo.is_some());
+            let none = libc::rlimit { rlim_cur: 0, rlim_max: libc::RLIM_INFINITY };
+            // SAFETY: setrlimit with a valid struct; this child process only.
+            let mut cur: libc::rlimit = unsafe { std::mem::zeroed() };
+            unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut cur) };
+            let none = libc::rlimit { rlim_max: cur.rlim_max, ..none };
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &none) }, 0);
+            assert!(std::fs::File::open("/proc/sys/fs/file-nr").is_err(), "the limit does not blind an open");
+            let later = Readings::now();
+            assert!(later.file_nr.is_some() && later.meminfo.is_some() && later.loadavg.is_some());
+            assert!(!later.enfile);
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "sandbox::host_watch::tests::the_watch_reads_the_host_when_nothing_can_be_opened"])
+            .args(["--test-threads", "1", "--nocapture"])
+            .env("PSB_HOST_WATCH_CHILD", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success() && String::from_utf8_lossy(&out.stdout).contains("1 passed"),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 
     #[test]
