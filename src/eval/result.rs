@@ -178,6 +178,22 @@ impl InstanceResult {
         self.deterministic = false;
     }
 
+    /// Writing a run's inputs on the host (the prediction's patch among them) failed: the
+    /// host's fault (a full file table, memory, an I/O error, a disk another process filled),
+    /// rerun; unless the disk ran out while the prediction was `input_bytes` large enough to
+    /// be its doing, which gold's run the same way decides (`after_prediction`).
+    pub(crate) fn host_write_failed(&mut self, what: String, e: &std::io::Error, input_bytes: usize) {
+        const LARGE: usize = 64 << 20;
+        let full = matches!(e.raw_os_error(), Some(libc::ENOSPC | libc::EDQUOT));
+        if full && input_bytes >= LARGE {
+            self.verdict = Verdict::Error;
+            self.reason = Some(format!("{what}: {e}"));
+            self.after_prediction = true;
+        } else {
+            self.mark_host_fault(format!("writing the run's inputs on the host failed: {what}: {e}: rerun"));
+        }
+    }
+
     pub(crate) fn bare(
         inst: &Instance,
         image: &str,
@@ -293,6 +309,33 @@ mod tests {
         assert_eq!(clean(&"x".repeat(1000)).len(), 500);
         assert_eq!(clean("a\nb\u{9b}2J\u{202e}c"), "a?b?2J?c");
         assert_eq!(terminal_safe("t\x1b]52;c;eA==\x07\n\u{9b}H\u{2067}x\ty"), "t?]52;c;eA==?\n?H?x\ty");
+    }
+
+    /// #38: a run's inputs that could not be written on the host are the host's fault (rerun,
+    /// never arbitrated), unless the disk ran out under a patch large enough to be the cause.
+    #[test]
+    fn inputs_the_host_could_not_write_are_its_fault() {
+        let inst = crate::eval::instance::Instance {
+            id: "x".into(),
+            language: "python".into(),
+            image: None,
+            kind: crate::eval::instance::Kind::Snippet {
+                gold: String::new(),
+                stub: String::new(),
+                test: String::new(),
+            },
+        };
+        let err = |n| std::io::Error::from_raw_os_error(n);
+        for (e, bytes, host) in [
+            (libc::ENFILE, 10, true),
+            (libc::EIO, 1 << 30, true),
+            (libc::ENOSPC, 4096, true),
+            (libc::ENOSPC, 1 << 30, false),
+        ] {
+            let mut r = InstanceResult::bare(&inst, "", "", Verdict::Error, None);
+            r.host_write_failed("/scratch".into(), &err(e), bytes);
+            assert_eq!((r.verdict, r.host_fault, r.after_prediction), (Verdict::Error, host, !host), "{e} {bytes}");
+        }
     }
 
     #[test]

@@ -450,10 +450,9 @@ fn run_once(
         Ok(())
     })();
     if let Err(e) = setup {
-        // The prediction is written here too: however large, whose fault a full disk is, gold
-        // decides (after_prediction).
-        r.reason = Some(format!("{}: {e}", scratch.display()));
-        r.after_prediction = true;
+        // The prediction is written here too: the host's, unless a patch large enough to fill
+        // the disk (gold's check decides: after_prediction).
+        r.host_write_failed(scratch.display().to_string(), &e, patch.len());
         return r;
     }
     let mut cmd = job_command(o, job, logs, "64M", "usage.json");

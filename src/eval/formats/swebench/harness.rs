@@ -472,10 +472,8 @@ pub(crate) fn run_instance(
         Ok(())
     })();
     if let Err(e) = setup {
-        // Writing the prediction's patch is the first thing that depends on it (a patch that
-        // fills the disk): gold's check decides, as for any failure after the prediction.
-        r.reason = Some(format!("{}: {e}", scratch.display()));
-        r.after_prediction = true;
+        // The host's, unless a patch large enough to fill the disk (gold's check decides).
+        r.host_write_failed(scratch.display().to_string(), &e, patch.len());
         return r;
     }
     let mut cmd = job_command(o, job, logs, "64M", "usage.json");
