@@ -154,6 +154,28 @@ fn stopped(e: String) -> i32 {
 /// Runs of gold again for an instance no run resolved, before it is called "gold fails here".
 const CONFIRM_RUNS: u32 = 2;
 
+/// The least time between a failing run of gold and its confirmation: a fault of a moment
+/// (another process holding a budget of the host's for a few seconds) is over by then.
+const CONFIRM_GAP: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Waits until `CONFIRM_GAP` has passed since `since`; `Err` if eval is interrupted meanwhile.
+fn confirm_gap(since: std::time::Instant, progress: &dyn eval::Progress) -> Result<(), String> {
+    let until = since + CONFIRM_GAP;
+    if std::time::Instant::now() < until {
+        progress.note(&format!(
+            "calibrate: gold failed somewhere: running it again there in {} s (a moment's fault is not a lasting cause)",
+            until.saturating_duration_since(std::time::Instant::now()).as_secs().max(1)
+        ));
+    }
+    while std::time::Instant::now() < until {
+        if eval::scheduler::interrupted() {
+            return Err(INTERRUPTED.into());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 /// Calibrates the instances `base` selects: `runs` gold runs of the tests as shipped, one with
 /// every candidate control planted, and the stub's (if `stub`), each into `output/<name>/`.
 pub fn calibrate(
@@ -215,6 +237,7 @@ pub fn calibrate(
         let name = format!("gold-{k}");
         keep(&mut gold, &name, pass(&name, "gold", eval::ControlMode::Off)?);
     }
+    let mut last = std::time::Instant::now();
     // An instance gold did not resolve is run again, twice: "gold fails here" takes it out of
     // every score, so it must be what gold does here, not a moment's accident (a runner killed
     // by a signal while another sandbox held a resource). See calibration::entry.
@@ -228,8 +251,10 @@ pub fn calibrate(
         if failing.is_empty() {
             break;
         }
+        confirm_gap(last, progress)?;
         let name = format!("gold-again-{k}");
         keep(&mut gold, &name, pass_of(&name, "gold", eval::ControlMode::Off, Some(failing))?);
+        last = std::time::Instant::now();
     }
     // Then every candidate control planted at once: those gold fails are the pool eval draws
     // from, if the tests gold passes still pass beside them.
@@ -263,7 +288,20 @@ pub fn calibrate(
     let (mut instances, mut errors) = (BTreeMap::new(), BTreeMap::new());
     for (id, runs) in &gold {
         let conditions = planned.get(id).map(|p| &p.conditions);
+        let tighter = planned.get(id).map(|p| &p.tighter[..]).unwrap_or_default();
         match calibration::entry(runs, conditions, stub.get(id), verify.get(id)) {
+            // Gold failing under limits below the dataset's is the setting's doing: nothing
+            // kept, the instance an error of the run that says which.
+            Ok(e) if !e.gold_passes && !tighter.is_empty() => {
+                errors.insert(
+                    id.clone(),
+                    format!(
+                        "gold fails under limits below the dataset's ({}): {}; not kept: run with the dataset's limits",
+                        tighter.join(", "),
+                        e.cause.as_deref().unwrap_or("no cause recorded")
+                    ),
+                );
+            }
             Ok(e) => {
                 instances.insert(id.clone(), e);
             }

@@ -44,6 +44,10 @@ pub struct Entry {
     /// none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Conditions>,
+    /// When it was made (seconds since the epoch; 0 before it was kept): reports say how old
+    /// an exclusion is.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub calibrated_unix: u64,
     /// Gold resolved in every run, flaky tests aside.
     pub gold_passes: bool,
     pub gold_verdicts: Vec<Verdict>,
@@ -125,6 +129,10 @@ impl Conditions {
         say("polysandbox", self.polysandbox.clone(), now.polysandbox.clone());
         d
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn on(b: bool) -> String {
@@ -468,6 +476,10 @@ pub fn entry(
         image: first.image.clone(),
         image_digest: first.image_digest.clone(),
         conditions: conditions.cloned(),
+        calibrated_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
         gold_passes,
         gold_verdicts: gold.iter().map(|(r, _)| r.verdict).collect(),
         cause,

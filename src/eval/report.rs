@@ -706,7 +706,11 @@ fn verdict_case(r: &InstanceResult) -> Case {
 
 /// Now, as the schema's timestamp wants it: UTC, `YYYY-MM-DDThh:mm:ss`, no zone.
 fn timestamp_now() -> String {
-    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    timestamp_of(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))
+}
+
+/// A time in seconds since the epoch as UTC `YYYY-MM-DDThh:mm:ss`.
+pub(crate) fn timestamp_of(secs: u64) -> String {
     let (days, rest) = ((secs / 86400) as i64, secs % 86400);
     // The civil date of a day count (Howard Hinnant's algorithm).
     let z = days + 719468;

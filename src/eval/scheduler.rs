@@ -26,6 +26,11 @@ extern "C" fn on_signal(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// Whether eval was interrupted (SIGINT, SIGTERM) since it started.
+pub(crate) fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
 fn install_signal_handlers() {
     unsafe {
         let mut sa: libc::sigaction = std::mem::zeroed();
@@ -343,6 +348,32 @@ pub fn check_input(o: &Options) -> Result<(Vec<String>, Vec<String>), String> {
 pub(crate) struct Planned {
     pub image: String,
     pub conditions: calibration::Conditions,
+    /// The limits the run sets below the dataset's own (`--timeout 1000ms (the dataset's
+    /// 1800s)`): gold failing under them is the setting's doing, never kept as the
+    /// environment's.
+    pub tighter: Vec<String>,
+}
+
+/// The limits `o` sets below those `plan` gives the instance (see [`Planned::tighter`]).
+fn tighter_limits(o: &Options, plan: &Plan) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(t), Ok(d)) = (o.timeout, crate::units::parse_duration(&plan.timeout)) {
+        if t < d {
+            out.push(format!("--timeout {}ms (the dataset's {})", t.as_millis(), plan.timeout));
+        }
+    }
+    if let (Some(m), Ok(d)) = (o.memory, crate::units::parse_size(&plan.runner.memory)) {
+        if m < d {
+            out.push(format!("--memory {} (the dataset's {})", crate::units::human_bytes(m), plan.runner.memory));
+        }
+    }
+    if let Some(c) = o.cpus.filter(|c| *c < plan.runner.cpus) {
+        out.push(format!("--cpus {c} (the dataset's {})", plan.runner.cpus));
+    }
+    if o.pids < super::options::DEFAULT_PIDS {
+        out.push(format!("--pids {} (the default {})", o.pids, super::options::DEFAULT_PIDS));
+    }
+    out
 }
 
 /// The runner, memory, timeout and CPUs an instance runs with under `o`.
@@ -393,7 +424,8 @@ pub(crate) fn planned(o: &Options) -> Result<HashMap<String, Planned>, String> {
         let Some(plan) = formats::of(&inst).plan(&inst, &cat, o) else { continue };
         let (runner, memory, timeout, cpus) = settings_of(o, &plan)?;
         let conditions = conditions_of(o, &runner, memory, &timeout, cpus);
-        out.insert(inst.id.clone(), Planned { image: plan.image, conditions });
+        let tighter = tighter_limits(o, &plan);
+        out.insert(inst.id.clone(), Planned { image: plan.image, conditions, tighter });
     }
     Ok(out)
 }
@@ -527,7 +559,10 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         // Gold does not pass here: the environment's fault, whatever the prediction. Not run,
         // not retried, kept out of accuracy_score.
         if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes) {
-            let why = e.cause.clone().unwrap_or_else(|| "no cause recorded".into());
+            let mut why = e.cause.clone().unwrap_or_else(|| "no cause recorded".into());
+            if e.calibrated_unix > 0 {
+                why += &format!(" (calibrated {} UTC)", report::timestamp_of(e.calibrated_unix));
+            }
             let mut r =
                 InstanceResult::bare(&inst, &image, &key, Verdict::Error, Some(format!("gold fails here: {why}")));
             r.deterministic = true;
