@@ -70,6 +70,7 @@ pub fn main(a: CalibrateArgs) -> i32 {
     if let Some(n) = super::host::cgroup_note() {
         eprintln!("polysandbox: note: {n}");
     }
+    let named = a.calibration.is_some();
     let target = a.calibration.map(super::common::abs).unwrap_or_else(|| {
         calibration::default_path(
             &base.root.clone().unwrap_or_else(crate::image::store::Store::default_root),
@@ -77,6 +78,11 @@ pub fn main(a: CalibrateArgs) -> i32 {
         )
     });
 
+    if !named {
+        if let Err(e) = calibration::check_kept(&target) {
+            return super::error(e);
+        }
+    }
     let progress = super::progress::Reporter::new();
     let c = calibrate(&base, &output, a.runs, !a.no_stub, &progress);
     progress.finish();
@@ -90,7 +96,9 @@ pub fn main(a: CalibrateArgs) -> i32 {
         return super::error(e);
     }
     if !c.instances.is_empty() {
-        if let Err(e) = calibration::store(&target, &c) {
+        // The store's own: added to only if no one else could have put it there.
+        let checked = if named { Ok(()) } else { calibration::check_kept(&target) };
+        if let Err(e) = checked.and_then(|_| calibration::store(&target, &c)) {
             return super::error(e);
         }
     }

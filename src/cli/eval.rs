@@ -210,6 +210,10 @@ pub fn calibration_for(
     if !named && !path.exists() {
         return Ok(None);
     }
+    // The store's own, found by name: only if no one else could have put it there.
+    if !named {
+        calibration::check_kept(&path)?;
+    }
     let c = calibration::load(&path)?;
     if c.dataset != o.dataset.to_string_lossy() {
         progress.note(&format!("note: calibration {} was made for {}", path.display(), c.dataset));
@@ -255,7 +259,7 @@ fn calibrate_missing(
         // Candidates an older build made (whose changed literals can tell), another image
         // (`--image`, `--config`), another build of it than the store holds now, other
         // conditions: eval would not use the entry.
-        let now = digests.entry(e.image.clone()).or_insert_with(|| crate::eval::child::image_digest(o, &e.image));
+        let now = &*digests.entry(e.image.clone()).or_insert_with(|| crate::eval::child::image_digest(o, &e.image));
         let why = if !(e.controls_made == crate::eval::control::CANDIDATES || (e.controls.is_empty() && !e.gold_passes))
         {
             Some("made with an older way of making controls".to_string())
@@ -263,6 +267,9 @@ fn calibrate_missing(
             Some(format!("made with image {} (now {})", e.image, p.image))
         } else if matches!((&e.image_digest, now), (Some(then), Some(now)) if then != now) {
             Some(format!("made with another build of {}", e.image))
+        } else if e.image_digest.is_some() && now.is_none() {
+            // Pulled again by the calibration, and compared: a tag may have moved.
+            Some(format!("made with a build of {} the store does not hold now", e.image))
         } else {
             calibration::not_for(e, &p.conditions)
         };
@@ -288,6 +295,9 @@ fn calibrate_missing(
         missing.len(),
         if missing.len() == 1 { "" } else { "s" }
     ));
+    let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
+    let path = calibration::default_path(&root, &o.dataset);
+    calibration::check_kept(&path)?;
     let mut base = o.clone();
     base.ids = missing;
     base.sample = None;
@@ -298,8 +308,7 @@ fn calibrate_missing(
     if fresh.instances.is_empty() {
         return Ok((have, errors));
     }
-    let root = o.root.clone().unwrap_or_else(crate::image::store::Store::default_root);
-    let path = calibration::default_path(&root, &o.dataset);
+    calibration::check_kept(&path)?;
     let mut c = calibration::store(&path, &fresh)?;
     // This run uses its own fresh entries, whatever a writer at once put there since.
     c.instances.extend(fresh.instances);

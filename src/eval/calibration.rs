@@ -107,6 +107,10 @@ pub struct Conditions {
     pub runner: String,
     /// The polysandbox that ran it.
     pub polysandbox: String,
+    /// A digest of the instance itself (an exercise's files, a record's fields): a dataset
+    /// changed under the same path (a `git pull` of the benchmark) is another instance.
+    #[serde(default)]
+    pub instance: String,
 }
 
 impl Conditions {
@@ -127,6 +131,9 @@ impl Conditions {
         say("disk", disk(self.disk), disk(now.disk));
         say("runner", self.runner.clone(), now.runner.clone());
         say("polysandbox", self.polysandbox.clone(), now.polysandbox.clone());
+        if self.instance != now.instance {
+            d.push("other files or another record for the instance (the dataset changed)".into());
+        }
         d
     }
 }
@@ -220,6 +227,38 @@ pub fn default_path(store_root: &Path, dataset: &Path) -> PathBuf {
         .map(|n| n.to_string_lossy().replace(|c: char| !c.is_ascii_alphanumeric() && c != '-' && c != '_', "_"))
         .unwrap_or_default();
     store_root.join("calibrations").join(format!("{name}-{}.json", &h[..16]))
+}
+
+/// Whether the calibration kept at `path` (a store's `calibrations/NAME.json`) can be trusted:
+/// the file (when there is one), its directory and the store's root above it each owned by
+/// this user or root, and writable by no one else. Another local user could otherwise plant
+/// one (a store under /tmp, made by them first) that leaves instances out, or pins tests.
+pub fn check_kept(path: &Path) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mut at: Vec<&Path> = vec![path];
+    at.extend(path.ancestors().skip(1).take(2));
+    for p in at {
+        let md = match std::fs::symlink_metadata(p) {
+            Ok(md) => md,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(format!("{}: {e}", p.display())),
+        };
+        if md.file_type().is_symlink() && p == path {
+            return Err(format!("calibration {}: a symbolic link: refused", p.display()));
+        }
+        if (md.uid() != me && md.uid() != 0) || md.mode() & 0o022 != 0 {
+            return Err(format!(
+                "calibration {}: {} is owned by uid {} or writable by others (mode {:o}): refused; it could have been planted (remove it, or pass --calibration FILE)",
+                path.display(),
+                p.display(),
+                md.uid(),
+                md.mode() & 0o7777
+            ));
+        }
+    }
+    Ok(())
 }
 
 pub fn load(path: &Path) -> Result<Calibration, String> {
@@ -719,6 +758,7 @@ mod tests {
             disk: None,
             runner: "0123456789abcdef".into(),
             polysandbox: "0.1.0".into(),
+            instance: "fedcba9876543210".into(),
         }
     }
 
@@ -735,8 +775,51 @@ mod tests {
         later.memory = 2 << 30;
         let why = not_for(&e, &later).unwrap();
         assert!(why.contains("memory 1.0 GiB (now 2.0 GiB)") && why.contains("polysandbox 0.1.0 (now 0.2.0)"), "{why}");
+        let mut edited = conditions("3000ms");
+        edited.instance = "0000000000000000".into();
+        assert_eq!(
+            not_for(&e, &edited).as_deref(),
+            Some("made with other files or another record for the instance (the dataset changed)")
+        );
         let old = entry(&[(ok, String::new())], None, None, None).unwrap();
         assert!(not_for(&old, &conditions("3000ms")).unwrap().contains("older polysandbox"));
+    }
+
+    /// #38: the store's own calibration is read and added to only if no one else could have
+    /// put it there: a directory or file another user can write (or owns) is refused.
+    #[test]
+    fn a_calibration_someone_else_could_have_planted_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = std::env::temp_dir().join(format!("psb-cal-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let dir = root.join("calibrations");
+        std::fs::create_dir_all(&dir).unwrap();
+        let set = |p: &Path, m: u32| std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap();
+        set(&root, 0o755);
+        set(&dir, 0o755);
+        let file = dir.join("d-0123456789abcdef.json");
+        assert_eq!(check_kept(&file), Ok(()), "none yet, in our own directory");
+        std::fs::write(&file, "{}").unwrap();
+        set(&file, 0o644);
+        assert_eq!(check_kept(&file), Ok(()));
+        set(&file, 0o666);
+        assert!(check_kept(&file).unwrap_err().contains("writable by others"));
+        set(&file, 0o644);
+        set(&dir, 0o777);
+        assert!(check_kept(&file).is_err(), "a directory anyone can write");
+        set(&dir, 0o755);
+        set(&root, 0o1777);
+        assert!(check_kept(&file).is_err(), "a store root anyone can write");
+        set(&root, 0o755);
+        // Another user's file (as root: owned by nobody).
+        if unsafe { libc::geteuid() } == 0 {
+            std::os::unix::fs::chown(&file, Some(65534), Some(65534)).unwrap();
+            assert!(check_kept(&file).unwrap_err().contains("owned by uid 65534"));
+        }
+        let link = dir.join("l.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(check_kept(&link).unwrap_err().contains("symbolic link"));
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     /// #38: writers at once (a Slurm array's shards on one store) each add their entries to

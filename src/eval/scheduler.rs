@@ -373,6 +373,26 @@ fn tighter_limits(o: &Options, plan: &Plan) -> Vec<String> {
     if o.pids < super::options::DEFAULT_PIDS {
         out.push(format!("--pids {} (the default {})", o.pids, super::options::DEFAULT_PIDS));
     }
+    // The writable layer: its default is the memory limit.
+    let memory = o.memory.or_else(|| crate::units::parse_size(&plan.runner.memory).ok());
+    if let (Some(d), Some(m)) = (o.disk, memory) {
+        if d < m {
+            out.push(format!("--disk {} (the default {})", crate::units::human_bytes(d), crate::units::human_bytes(m)));
+        }
+    }
+    // Per-test limits: the dataset sets none.
+    let p = &o.per_test;
+    if p.on {
+        if let Some(t) = p.timeout {
+            out.push(format!("--test-timeout {}ms (the dataset sets none)", t.as_millis()));
+        }
+        if let Some(m) = p.memory {
+            out.push(format!("--test-memory {} (the dataset sets none)", crate::units::human_bytes(m)));
+        }
+        if let Some(t) = p.cpu_time {
+            out.push(format!("--test-cpu-time {}ms (the dataset sets none)", t.as_millis()));
+        }
+    }
     out
 }
 
@@ -392,8 +412,60 @@ fn settings_of(o: &Options, plan: &Plan) -> Result<(Runner, u64, String, f64), S
     Ok((runner, memory, timeout, cpus))
 }
 
+/// A digest of what the instance is: its record's fields, and for an exercise every file of its
+/// directory (tests, stub, reference solution, configuration), by path and content. Links and
+/// anything but regular files and directories count by their kind alone.
+fn instance_digest(inst: &Instance) -> String {
+    fn walk(h: &mut Sha256, root: &Path, rel: &Path, depth: usize) {
+        let Ok(rd) = std::fs::read_dir(root.join(rel)) else { return };
+        let mut names: Vec<std::ffi::OsString> = rd.flatten().map(|e| e.file_name()).collect();
+        names.sort();
+        for n in names {
+            let r = rel.join(&n);
+            let Ok(md) = std::fs::symlink_metadata(root.join(&r)) else { continue };
+            h.update(r.as_os_str().as_encoded_bytes());
+            if md.is_dir() && depth < 16 {
+                h.update(b"/\0");
+                walk(h, root, &r, depth + 1);
+            } else if md.is_file() && md.len() <= 64 << 20 {
+                h.update(md.len().to_le_bytes());
+                h.update(std::fs::read(root.join(&r)).unwrap_or_default());
+            } else {
+                h.update(format!("\0{:?}\0{}", md.file_type(), md.len()).as_bytes());
+            }
+        }
+    }
+    let mut h = Sha256::new();
+    h.update(format!("{}|{}|{:?}|{:?}", inst.id, inst.language, inst.image, inst.kind).as_bytes());
+    if let super::instance::Kind::Exercise { dir, .. } = &inst.kind {
+        walk(&mut h, dir, Path::new(""), 0);
+    }
+    format!("{:x}", h.finalize())[..16].to_string()
+}
+
+/// An instance the calibration leaves out: gold fails here, the environment's fault whatever
+/// the prediction. Not run, not retried, kept out of accuracy_score; its reason the cause and
+/// when it was found.
+fn excluded(inst: &Instance, image: &str, key: &str, e: &calibration::Entry) -> InstanceResult {
+    let mut why = e.cause.clone().unwrap_or_else(|| "no cause recorded".into());
+    if e.calibrated_unix > 0 {
+        why += &format!(" (calibrated {} UTC)", report::timestamp_of(e.calibrated_unix));
+    }
+    let mut r = InstanceResult::bare(inst, image, key, Verdict::Error, Some(format!("gold fails here: {why}")));
+    r.deterministic = true;
+    r.excluded = true;
+    r
+}
+
 /// The conditions of a run with these settings (see [`calibration::Conditions`]).
-fn conditions_of(o: &Options, runner: &Runner, memory: u64, timeout: &str, cpus: f64) -> calibration::Conditions {
+fn conditions_of(
+    o: &Options,
+    inst: &Instance,
+    runner: &Runner,
+    memory: u64,
+    timeout: &str,
+    cpus: f64,
+) -> calibration::Conditions {
     let digest = format!("{:x}", Sha256::digest(format!("{runner:?}").as_bytes()));
     calibration::Conditions {
         timeout: timeout.to_string(),
@@ -404,6 +476,7 @@ fn conditions_of(o: &Options, runner: &Runner, memory: u64, timeout: &str, cpus:
         disk: o.disk,
         runner: digest[..16].to_string(),
         polysandbox: env!("CARGO_PKG_VERSION").to_string(),
+        instance: instance_digest(inst),
     }
 }
 
@@ -423,7 +496,7 @@ pub(crate) fn planned(o: &Options) -> Result<HashMap<String, Planned>, String> {
         }
         let Some(plan) = formats::of(&inst).plan(&inst, &cat, o) else { continue };
         let (runner, memory, timeout, cpus) = settings_of(o, &plan)?;
-        let conditions = conditions_of(o, &runner, memory, &timeout, cpus);
+        let conditions = conditions_of(o, &inst, &runner, memory, &timeout, cpus);
         let tighter = tighter_limits(o, &plan);
         out.insert(inst.id.clone(), Planned { image: plan.image, conditions, tighter });
     }
@@ -502,7 +575,7 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         // conditions (limits, runner, version): under others, what gold did says nothing. (An
         // image not in the store yet, which the probe below pulls, cannot be compared: the
         // calibration for its name is used.)
-        let now = conditions_of(o, &runner, memory, &timeout, cpus);
+        let now = conditions_of(o, &inst, &runner, memory, &timeout, cpus);
         let cal = o.calibration.as_ref().and_then(|c| c.instances.get(&inst.id)).filter(|e| e.image == image);
         let cal = match cal.map(|e| (e, calibration::not_for(e, &now))) {
             Some((_, Some(why))) => {
@@ -558,16 +631,10 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         }
         // Gold does not pass here: the environment's fault, whatever the prediction. Not run,
         // not retried, kept out of accuracy_score.
-        if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes) {
-            let mut why = e.cause.clone().unwrap_or_else(|| "no cause recorded".into());
-            if e.calibrated_unix > 0 {
-                why += &format!(" (calibrated {} UTC)", report::timestamp_of(e.calibrated_unix));
-            }
-            let mut r =
-                InstanceResult::bare(&inst, &image, &key, Verdict::Error, Some(format!("gold fails here: {why}")));
-            r.deterministic = true;
-            r.excluded = true;
-            fresh.push(r);
+        // (An image the store does not hold yet is pulled first, and its build compared, below:
+        // a tag that moved to a fixed build is not left out on the old one's word.)
+        if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes && !(digest.is_none() && e.image_digest.is_some())) {
+            fresh.push(excluded(&inst, &image, &key, e));
             continue;
         }
         // No prediction for it at all: graded so, not run (apart from an empty one, as the
@@ -667,6 +734,19 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
             }
         }
     }
+    // An exclusion waiting for its image: the build pulled is the one calibrated, left out;
+    // no image (the pull failed: an error of the run), or another build, graded without it.
+    let mut waiting = Vec::new();
+    for j in std::mem::take(&mut jobs) {
+        match j.cal.as_ref().filter(|e| !e.gold_passes) {
+            Some(e) if j.image_digest.is_some() && j.image_digest == e.image_digest => {
+                fresh.push(excluded(&j.inst, &j.image, &j.key, e))
+            }
+            Some(_) => waiting.push(Job { cal: None, ..j }),
+            None => waiting.push(j),
+        }
+    }
+    jobs = waiting;
     // --resume: an instance graded again (its prediction or settings changed, or an error)
     // replaces its earlier line: results.jsonl holds one line per instance. The earlier lines
     // of the others are kept, written whole and put in place before anything runs.
@@ -849,6 +929,39 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// #38: the limits a run sets below the dataset's are named: gold failing under them is the
+    /// setting's doing, never kept (`--timeout`, `--memory`, `--cpus`, `--pids`, `--disk` under
+    /// the memory limit, any per-test limit).
+    #[test]
+    fn limits_below_the_datasets_are_named() {
+        let mut runner = catalogue::load(None, &[]).unwrap()["python"].clone();
+        (runner.memory, runner.cpus) = ("2G".into(), 2.0);
+        let plan = Plan { runner, image: "i".into(), timeout: "1800s".into() };
+        let mut o = Options::new("/d".into(), "gold", "/o".into(), "/b".into());
+        assert!(tighter_limits(&o, &plan).is_empty());
+        o.timeout = Some(Duration::from_secs(3600));
+        o.memory = Some(4 << 30);
+        o.disk = Some(4 << 30);
+        assert!(tighter_limits(&o, &plan).is_empty(), "above the dataset's: {:?}", tighter_limits(&o, &plan));
+        o.timeout = Some(Duration::from_secs(1));
+        o.memory = None;
+        o.cpus = Some(0.5);
+        o.pids = 16;
+        o.disk = Some(1 << 20);
+        o.per_test.on = true;
+        o.per_test.timeout = Some(Duration::from_millis(1));
+        let t = tighter_limits(&o, &plan).join("; ");
+        for want in [
+            "--timeout 1000ms (the dataset's 1800s)",
+            "--cpus 0.5",
+            "--pids 16",
+            "--disk 1.0 MiB",
+            "--test-timeout 1ms",
+        ] {
+            assert!(t.contains(want), "{want}: {t}");
+        }
+    }
     use crate::eval::instance::Kind;
 
     fn inst() -> Instance {
