@@ -1486,3 +1486,57 @@ fn calibrations_at_once_keep_each_others_entries() {
         }
     }
 }
+
+/// #38: an exclusion holds for the dataset and the image build it was found with: the dataset
+/// edited under the same path (a `git pull` of the benchmark) is calibrated again, and an
+/// exclusion made with an image the store no longer holds is not applied on its word (the
+/// image is pulled first; here it cannot be: an error of the run).
+#[test]
+fn an_exclusion_holds_for_the_dataset_and_image_it_was_found_with() {
+    for m in modes() {
+        let (data, preds) = calibration_dataset(m, "cal-changed", 0, &["other"]);
+        let example = Path::new(&data).join("python/exercises/practice/other/.meta/example.py");
+        let good = std::fs::read_to_string(&example).unwrap();
+        let broken = format!("import not_in_this_image\n{good}");
+        std::fs::write(&example, &broken).unwrap();
+        let a = eval(m, &[&data, "-p", &preds, "-t", "python/other"]);
+        let r = a.result("python/other");
+        assert_eq!(r["excluded"], true, "{m:?}: {r}");
+        assert!(r["reason"].as_str().unwrap().contains("not_in_this_image"), "{m:?}: {r}");
+        // The dataset fixed under the same path: calibrated again, graded.
+        std::fs::write(&example, &good).unwrap();
+        let b = eval(m, &[&data, "-p", &preds, "-t", "python/other"]);
+        let err = stderr(&b.out);
+        assert!(err.contains("the dataset changed") && err.contains("calibrating again"), "{m:?}: {err}");
+        assert_eq!(b.verdict("python/other"), "resolved", "{m:?}: {err}");
+
+        // An exclusion made with a tag of the image, which is then removed.
+        std::fs::write(&example, &broken).unwrap();
+        let store: Vec<&str> = if m == Mode::User && is_root() { vec!["--root", USER_STORE] } else { vec![] };
+        let tag = format!("localhost/psb-cal-test/python:{}", unique());
+        let image = format!("python={tag}");
+        let o = m.command().args(["tag", "localhost/polysandbox/python:bookworm", &tag]).args(&store).output().unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        let file = m.owned_dir("cal-changed-file").join("calibration.json");
+        let out = m.owned_dir("cal-changed-runs").join("runs");
+        let o = m
+            .command()
+            .args(["calibrate", &data, "-t", "python/other", "--runs", "1", "--no-stub", "--image", &image, "-o"])
+            .arg(&out)
+            .arg("--calibration")
+            .arg(&file)
+            .args(&store)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 1, "{m:?}: {}\n{}", stdout(&o), stderr(&o));
+        let o = m.command().args(["rmi", &tag]).args(&store).output().unwrap();
+        assert_eq!(code(&o), 0, "{m:?}: {}", stderr(&o));
+        let file_arg = file.display().to_string();
+        let c = eval(m, &[&data, "-p", &preds, "-t", "python/other", "--image", &image, "--calibration", &file_arg]);
+        let r = c.result("python/other");
+        assert_eq!(r["verdict"], "error", "{m:?}: {r}");
+        assert_ne!(r["excluded"], true, "{m:?}: the old build's word was taken: {r}");
+        assert_eq!(code(&c.out), 3, "{m:?}: {}", stderr(&c.out));
+    }
+}
