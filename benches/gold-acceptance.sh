@@ -25,6 +25,7 @@ of the usual store (run `bash .ci/setup` first; as root, or as the user whose st
 Then a table: per run, instances calibrated, gold passes and exclusions (with causes), eval's
 verdict counts and every exercise not resolved with its reason; and the verdict:
   PASS run A  every exercise resolved, except those excluded because a dependency is missing
+              or because the dataset's tests run none (go/counter)
               (each named, its cause shown);
   PASS run B  no exercise run A resolved is excluded or charged (unresolved, timeout, oom, ...)
               in run B; errors (to rerun) are allowed, counted and listed.
@@ -474,6 +475,9 @@ if A:
             m = dependency(cause)
             if m:
                 deps.append(f"{i} ({m})")
+            elif "no tests: the dataset's tests run none" in cause:
+                # Nothing to grade, whatever the solution (go/counter's test file is empty).
+                deps.append(f"{i} (the dataset's tests run none)")
             else:
                 why.append(f"{i}: excluded, not for a missing dependency")
         elif verdict_of(r) != "resolved":
@@ -481,7 +485,7 @@ if A:
     if A["cal"] is None:
         why.insert(0, "no calibration written")
     print(f"{'PASS' if not why else 'FAIL'} run A: {resolved} of {len(judged)} resolved; "
-          f"excluded for a missing dependency: {', '.join(deps) or 'none'}"
+          f"excluded for a missing dependency or no tests: {', '.join(deps) or 'none'}"
           + (f"; {len(why)} not: " + "; ".join(why) if why else ""))
     if why:
         fail.append("run A")

@@ -580,6 +580,11 @@ fn cause_of(r: &InstanceResult, out: &str, conditions: Option<&Conditions>) -> S
         Verdict::PatchFailed => format!("gold's patch does not apply: {why}"),
         Verdict::EmptyPatch => "gold's patch is empty".into(),
         Verdict::Error => format!("the dataset's record: {why}"),
+        // Nothing ran and nothing failed: the dataset's test files hold no test (Aider's
+        // go/counter asks the student to write them): nothing to grade, whatever the solution.
+        Verdict::Unresolved if r.tests.is_empty() && r.exit_code == Some(0) => {
+            format!("no tests: the dataset's tests run none (the runner exited 0 and reported no test: {why})")
+        }
         _ => {
             let failing: Vec<&str> = r
                 .tests
@@ -746,6 +751,18 @@ mod tests {
         let cause = e.cause.unwrap();
         assert!(cause.starts_with("gold fails its tests: test_parse failed; "), "{cause}");
         assert!(!cause.contains("raise ValueError") && cause.contains("AssertionError: 3 != 4"), "{cause}");
+    }
+
+    /// #38: a dataset whose tests run none (Aider's go/counter) is named so, not as a run
+    /// that did not finish.
+    #[test]
+    fn tests_that_run_none_are_named_so() {
+        let mut r =
+            run(Verdict::Unresolved, &[], Some("exit 0 but no gotest summary: the run did not finish its tests"));
+        r.exit_code = Some(0);
+        let out = "polysandbox each-test: 0 tests, one process each\n";
+        let e = entry(&[(r.clone(), out.into()), (r, out.into())], None, None, None).unwrap();
+        assert!(e.cause.as_deref().unwrap().starts_with("no tests: the dataset's tests run none"), "{e:?}");
     }
 
     fn conditions(timeout: &str) -> Conditions {
