@@ -633,7 +633,8 @@ pub fn run(o: &Options, progress: &dyn Progress) -> Result<(Vec<InstanceResult>,
         // not retried, kept out of accuracy_score.
         // (An image the store does not hold yet is pulled first, and its build compared, below:
         // a tag that moved to a fixed build is not left out on the old one's word.)
-        if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes && !(digest.is_none() && e.image_digest.is_some())) {
+        let waits_for_its_image = |e: &calibration::Entry| digest.is_none() && e.image_digest.is_some();
+        if let Some(e) = cal.as_ref().filter(|e| !e.gold_passes && !waits_for_its_image(e)) {
             fresh.push(excluded(&inst, &image, &key, e));
             continue;
         }
