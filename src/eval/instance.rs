@@ -36,6 +36,53 @@ pub struct Instance {
     pub kind: Kind,
 }
 
+impl Instance {
+    /// An instance of no consequence, for unit tests of what takes one.
+    #[cfg(test)]
+    pub(crate) fn for_tests(id: &str) -> Instance {
+        Instance {
+            id: id.into(),
+            language: "python".into(),
+            image: None,
+            kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
+        }
+    }
+
+    /// A digest of what the instance is: its record's fields, and for an exercise every file of its
+    /// directory (tests, stub, reference solution, configuration), by path and content. Links and
+    /// anything but regular files and directories count by their kind alone.
+    pub fn digest(&self) -> String {
+        use sha2::{Digest, Sha256};
+        use std::path::Path;
+        let inst = self;
+        fn walk(h: &mut Sha256, root: &Path, rel: &Path, depth: usize) {
+            let Ok(rd) = std::fs::read_dir(root.join(rel)) else { return };
+            let mut names: Vec<std::ffi::OsString> = rd.flatten().map(|e| e.file_name()).collect();
+            names.sort();
+            for n in names {
+                let r = rel.join(&n);
+                let Ok(md) = std::fs::symlink_metadata(root.join(&r)) else { continue };
+                h.update(r.as_os_str().as_encoded_bytes());
+                if md.is_dir() && depth < 16 {
+                    h.update(b"/\0");
+                    walk(h, root, &r, depth + 1);
+                } else if md.is_file() && md.len() <= 64 << 20 {
+                    h.update(md.len().to_le_bytes());
+                    h.update(std::fs::read(root.join(&r)).unwrap_or_default());
+                } else {
+                    h.update(format!("\0{:?}\0{}", md.file_type(), md.len()).as_bytes());
+                }
+            }
+        }
+        let mut h = Sha256::new();
+        h.update(format!("{}|{}|{:?}|{:?}", inst.id, inst.language, inst.image, inst.kind).as_bytes());
+        if let Kind::Exercise { dir, .. } = &inst.kind {
+            walk(&mut h, dir, Path::new(""), 0);
+        }
+        format!("{:x}", h.finalize())[..16].to_string()
+    }
+}
+
 /// What a prediction gives for one instance.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Prediction {

@@ -412,37 +412,6 @@ fn settings_of(o: &Options, plan: &Plan) -> Result<(Runner, u64, String, f64), S
     Ok((runner, memory, timeout, cpus))
 }
 
-/// A digest of what the instance is: its record's fields, and for an exercise every file of its
-/// directory (tests, stub, reference solution, configuration), by path and content. Links and
-/// anything but regular files and directories count by their kind alone.
-fn instance_digest(inst: &Instance) -> String {
-    fn walk(h: &mut Sha256, root: &Path, rel: &Path, depth: usize) {
-        let Ok(rd) = std::fs::read_dir(root.join(rel)) else { return };
-        let mut names: Vec<std::ffi::OsString> = rd.flatten().map(|e| e.file_name()).collect();
-        names.sort();
-        for n in names {
-            let r = rel.join(&n);
-            let Ok(md) = std::fs::symlink_metadata(root.join(&r)) else { continue };
-            h.update(r.as_os_str().as_encoded_bytes());
-            if md.is_dir() && depth < 16 {
-                h.update(b"/\0");
-                walk(h, root, &r, depth + 1);
-            } else if md.is_file() && md.len() <= 64 << 20 {
-                h.update(md.len().to_le_bytes());
-                h.update(std::fs::read(root.join(&r)).unwrap_or_default());
-            } else {
-                h.update(format!("\0{:?}\0{}", md.file_type(), md.len()).as_bytes());
-            }
-        }
-    }
-    let mut h = Sha256::new();
-    h.update(format!("{}|{}|{:?}|{:?}", inst.id, inst.language, inst.image, inst.kind).as_bytes());
-    if let super::instance::Kind::Exercise { dir, .. } = &inst.kind {
-        walk(&mut h, dir, Path::new(""), 0);
-    }
-    format!("{:x}", h.finalize())[..16].to_string()
-}
-
 /// An instance the calibration leaves out: gold fails here, the environment's fault whatever
 /// the prediction. Not run, not retried, kept out of accuracy_score; its reason the cause and
 /// when it was found.
@@ -476,7 +445,7 @@ fn conditions_of(
         disk: o.disk,
         runner: digest[..16].to_string(),
         polysandbox: env!("CARGO_PKG_VERSION").to_string(),
-        instance: instance_digest(inst),
+        instance: inst.digest(),
     }
 }
 
@@ -963,15 +932,9 @@ mod tests {
             assert!(t.contains(want), "{want}: {t}");
         }
     }
-    use crate::eval::instance::Kind;
 
     fn inst() -> Instance {
-        Instance {
-            id: "i".into(),
-            language: "python".into(),
-            image: None,
-            kind: Kind::Snippet { gold: String::new(), stub: String::new(), test: String::new() },
-        }
+        Instance::for_tests("i")
     }
 
     fn result(v: Verdict, why: &str) -> InstanceResult {
