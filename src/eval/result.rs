@@ -315,16 +315,7 @@ mod tests {
     /// never arbitrated), unless the disk ran out under a patch large enough to be the cause.
     #[test]
     fn inputs_the_host_could_not_write_are_its_fault() {
-        let inst = crate::eval::instance::Instance {
-            id: "x".into(),
-            language: "python".into(),
-            image: None,
-            kind: crate::eval::instance::Kind::Snippet {
-                gold: String::new(),
-                stub: String::new(),
-                test: String::new(),
-            },
-        };
+        let inst = crate::eval::instance::Instance::for_tests("x");
         let err = |n| std::io::Error::from_raw_os_error(n);
         for (e, bytes, host) in [
             (libc::ENFILE, 10, true),

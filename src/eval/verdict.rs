@@ -459,7 +459,6 @@ mod tests {
     //! verdict it gets), so that changing a row fails the test that states it.
     use super::*;
     use crate::eval::channel::Reports;
-    use crate::eval::instance::Instance;
     use crate::eval::parsers::Parser;
     use crate::sandbox::report::Report;
     use serde_json::{json, Value};
@@ -514,16 +513,7 @@ mod tests {
     }
 
     fn grade_run(run: Run) -> InstanceResult {
-        let inst = Instance {
-            id: "i".into(),
-            language: "python".into(),
-            image: None,
-            kind: crate::eval::instance::Kind::Snippet {
-                gold: String::new(),
-                stub: String::new(),
-                test: String::new(),
-            },
-        };
+        let inst = crate::eval::instance::Instance::for_tests("i");
         let mut r = InstanceResult::bare(&inst, "img", "key", Verdict::Error, None);
         let reports = Reports::default();
         let evidence = Evidence {
@@ -652,16 +642,7 @@ mod tests {
     /// under: a host fault, not `patch_failed`.
     #[test]
     fn a_patch_that_did_not_apply_while_the_host_was_short_is_the_hosts() {
-        let inst = Instance {
-            id: "i".into(),
-            language: "python".into(),
-            image: None,
-            kind: crate::eval::instance::Kind::Snippet {
-                gold: String::new(),
-                stub: String::new(),
-                test: String::new(),
-            },
-        };
+        let inst = crate::eval::instance::Instance::for_tests("i");
         let short = record(json!({"exit_code": 3, "host_short": ["the host's file table (fs.file-max)"]}));
         let mut r = InstanceResult::bare(&inst, "img", "key", Verdict::Error, None);
         stopped_before_tests(&mut r, driver::Stopped::ApplyFailed, Some(short));
